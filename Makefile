@@ -1,0 +1,30 @@
+# Two entry points for a fresh machine with Python 3.11 and pip:
+#   make demo   installs everything into .venv and converts + checks the bundled example
+#   make test   installs everything into .venv and runs the whole test suite
+# torch is pinned first: 2.13.0 is the CPU build available locally; any other spec would pull
+# CUDA wheels. numpy<2 because mindspore 2.10's extensions are built against NumPy 1.x.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[parity,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/msmigrate convert fixtures/programs/cnn_classifier.py -o build/demo --report build/demo/report.json
+	@echo "--- converted program: build/demo/cnn_classifier.py ---"
+	@cat build/demo/cnn_classifier.py
+
+test: install
+	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+
+clean:
+	rm -rf $(VENV) build

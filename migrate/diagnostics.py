@@ -1,0 +1,51 @@
+"""Diagnostics shared by `convert` and `lint`: one record type, one set of severities."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SEVERITIES = ("error", "warning", "info")
+
+# Conversion statuses, from best to worst. A record's status says how far a user can trust it.
+AUTO, REVIEW, MANUAL, UNSUPPORTED = "auto", "review", "manual", "unsupported"
+STATUSES = (AUTO, REVIEW, MANUAL, UNSUPPORTED)
+
+# Codes of the converter's own diagnostics (lint rules own the MSG band).
+CONVERT_CODES = {
+    "MSC001": "syntax error: the file could not be parsed",
+    "MSC002": "the file could not be read (encoding, permissions, binary content)",
+    "MSC101": "converted, but the semantics may differ: review this line",
+    "MSC102": "needs manual migration: left as it was",
+    "MSC103": "no MindSpore equivalent: left as it was",
+    "MSC104": "torch API not in the mapping tables: left as it was",
+    "MSC105": "an argument or value has no MindSpore equivalent",
+    "MSC106": "the call's arguments could not be matched to the torch signature",
+}
+STATUS_CODE = {REVIEW: "MSC101", MANUAL: "MSC102", UNSUPPORTED: "MSC103"}
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    severity: str = "warning"
+    fixable: bool = False
+    # convert only: the status of the conversion this diagnostic is about
+    status: str = field(default="", compare=False)
+
+    def to_text(self) -> str:
+        mark = " [*]" if self.fixable else ""
+        return f"{self.path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class InputError(Exception):
+    """A file that cannot be processed: carries the position for `path:line:col: error`."""
+
+    def __init__(self, path: str, message: str, line: int = 1, col: int = 1, code: str = "MSC002"):
+        super().__init__(message)
+        self.diagnostic = Diagnostic(str(path), line, col, code, message, "error")

@@ -1,0 +1,758 @@
+"""The converter: parse -> rewrite torch references through the mapping tables -> imports -> code.
+
+The engine knows no API. For every reference that resolves to a torch name it looks up the
+record in `rules/api/*.toml` and applies it: arguments are bound to the torch signature, value
+transforms, renames, drops and pinned defaults applied, and the call re-targeted; irregular APIs
+name a function in `rules/transforms/` that gets a `Site`. What cannot be converted faithfully is
+left runnable where possible and marked with a `# msmigrate: CODE message` comment.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.helpers import parse_template_expression, parse_template_statement
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
+from msmigrate.imports import ImportPlan
+from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
+from msmigrate.names import ScopeStack, dotted, is_source, module_imports, taken_names
+
+MARKER = "# msmigrate:"
+REMOVED_NAME = "__msmigrate_removed__"
+_SOURCE_HINT = re.compile(r"\btorch")
+
+
+@dataclass(frozen=True)
+class Conversion:
+    api: str
+    target: str
+    status: str
+    line: int
+    col: int
+
+
+@dataclass
+class ConversionResult:
+    path: str
+    source: str
+    code: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    conversions: list[Conversion] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.code != self.source
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "changed": self.changed,
+            "conversions": [c.__dict__ for c in self.conversions],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+
+def convert_source(source: str, path: str = "<string>", *, force: bool = False,
+                   table: ApiTable | None = None) -> ConversionResult:
+    """Convert one file's text. Files that never mention torch come back untouched (unless
+    `force`). Raises InputError for code that does not parse."""
+    if not force and not _SOURCE_HINT.search(source):
+        return ConversionResult(path, source, source)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise InputError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1,
+                         "MSC001") from None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    rewriter = Rewriter(path, table or load_table(), module)
+    new_module = wrapper.visit(rewriter)
+    new_module = rewriter.imports.apply(new_module)
+    code = new_module.code
+    diags = sorted(rewriter.diagnostics)
+    return ConversionResult(path, source, code, diags, rewriter.conversions)
+
+
+# --------------------------------------------------------------------------------------
+# What a transform function sees
+# --------------------------------------------------------------------------------------
+
+class Unconvertible(Exception):
+    """Raised by a transform: leave the reference as torch and flag it with this message."""
+
+    def __init__(self, message: str, status: str = "manual") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Site:
+    """One reference to a torch API being converted (a call, a bare reference, a class base)."""
+
+    def __init__(self, rw: "Rewriter", record: ApiRecord, qualname: str, node: cst.CSTNode,
+                 receiver: cst.BaseExpression | None = None) -> None:
+        self.rw = rw
+        self.record = record
+        self.qualname = qualname
+        self.node = node            # updated node: cst.Call for calls, the reference otherwise
+        self.receiver = receiver    # `x` in `x.view(...)` for method records
+        self.is_call = isinstance(node, cst.Call)
+        self.bound, self.unbound = (_bind(record, node.args) if isinstance(node, cst.Call)
+                                    else ({}, []))
+        self.REMOVED = cst.Name(REMOVED_NAME)
+
+    # arguments ---------------------------------------------------------------------
+    def arg(self, name: str, default: cst.BaseExpression | None = None):
+        a = self.bound.get(name)
+        return a.value if a is not None else default
+
+    def has(self, name: str) -> bool:
+        return name in self.bound
+
+    def literal(self, name: str, default=None):
+        """The Python value of a literal argument; `default` when absent; raises ValueError
+        when present but not a literal."""
+        if name not in self.bound:
+            return default
+        return literal_value(self.bound[name].value)
+
+    # building code -----------------------------------------------------------------
+    def ref(self, qualname: str) -> cst.BaseExpression:
+        return self.rw.imports.ref(qualname)
+
+    def expr(self, template: str, **nodes) -> cst.BaseExpression:
+        nodes = {k: (self.ref(v[1:]) if isinstance(v, str) and v.startswith("@") else v)
+                 for k, v in nodes.items()}
+        return parse_template_expression(template, self.rw.config, **nodes)
+
+    def stmt(self, template: str, **nodes) -> cst.BaseStatement:
+        return parse_template_statement(template, self.rw.config, **nodes)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.rw.module.code_for_node(node)
+
+    def standard_args(self, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
+        return _standard_args(self, skip)
+
+    def call(self, target: str | cst.BaseExpression, args: list[cst.Arg] | None = None) -> cst.Call:
+        """A call of `target` (a MindSpore qualname or an expression) with the standard
+        argument conversion (or `args`), keeping the original call's formatting."""
+        func = self.ref(target) if isinstance(target, str) else target
+        args = self.standard_args() if args is None else args
+        if isinstance(self.node, cst.Call):
+            return self.node.with_changes(func=func, args=_respace(self.node.args, args))
+        return cst.Call(func=func, args=args)
+
+    # reporting and statements ------------------------------------------------------
+    def flag(self, status_or_code: str, message: str) -> None:
+        self.rw.flag(status_or_code, message)
+
+    def after(self, stmt: cst.BaseStatement | str, implicit: bool = False) -> None:
+        self.rw.add_statement(stmt, after=True, implicit=implicit)
+
+    def before(self, stmt: cst.BaseStatement | str) -> None:
+        self.rw.add_statement(stmt, after=False)
+
+    def instance_record(self, expr: cst.BaseExpression) -> ApiRecord | None:
+        """The record of the API that created the object `expr` names, if known."""
+        name = dotted(expr)
+        return self.rw.instances.get(name) if name else None
+
+
+def literal_value(node: cst.BaseExpression):
+    code = cst.Module([]).code_for_node(node)
+    return ast.literal_eval(code)
+
+
+def kwarg(name: str, value: cst.BaseExpression, like: cst.Arg | None = None) -> cst.Arg:
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                         whitespace_after=cst.SimpleWhitespace(""))
+    if like is not None and like.keyword is not None:
+        return like.with_changes(keyword=cst.Name(name), value=value)
+    comma = like.comma if like is not None else cst.MaybeSentinel.DEFAULT
+    return cst.Arg(value=value, keyword=cst.Name(name), equal=eq, comma=comma)
+
+
+def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
+    """Map a call's arguments onto the torch signature: name -> Arg (positional ones keep
+    `keyword=None`). Arguments that cannot be bound (`*a`, `**k`, too many) are `unbound`."""
+    bound: dict[str, cst.Arg] = {}
+    unbound: list[cst.Arg] = []
+    names = [a for a in record.args if a != "*"]
+    positional = [a for a in args if a.keyword is None and a.star == ""]
+    pos_params = []
+    for a in record.args:
+        if a == "*":
+            break
+        pos_params.append(a)
+        if a.startswith("*"):
+            break
+    i = 0
+    for param in pos_params:
+        if i >= len(positional):
+            break
+        if param.startswith("*"):
+            rest = positional[i:]
+            if len(rest) == 1:
+                bound[param[1:]] = rest[0]
+            else:
+                elts = [cst.Element(a.value) for a in rest]
+                bound[param[1:]] = rest[0].with_changes(value=cst.Tuple(elts), comma=rest[-1].comma)
+            i = len(positional)
+            break
+        bound[param] = positional[i]
+        i += 1
+    if not record.args:
+        unbound.extend(positional)
+    else:
+        unbound.extend(positional[i:])
+    for a in args:
+        if a.star:
+            unbound.append(a)
+        elif a.keyword is not None:
+            bound[a.keyword.value] = a
+    del names
+    return bound, unbound
+
+
+_QUALNAME_IN_PIN = re.compile(r"@([A-Za-z_][\w.]*)")
+
+
+def _pin_expr(code: str, site: Site) -> cst.BaseExpression:
+    """A pinned default's code; `@mindspore.x.Y` names a MindSpore object to import."""
+    if "@" not in code:
+        return cst.parse_expression(code)
+    refs = {}
+
+    def placeholder(m):
+        key = f"ref{len(refs)}"
+        refs[key] = site.ref(m.group(1))
+        return "{" + key + "}"
+
+    return parse_template_expression(_QUALNAME_IN_PIN.sub(placeholder, code), site.rw.config, **refs)
+
+
+def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
+    rec = site.record
+    out: list[cst.Arg] = []
+    still_positional = True
+    known = {a.lstrip("*") for a in rec.args}
+    for a in site.unbound:
+        if a.star or not rec.args:
+            out.append(a)
+        else:
+            site.flag("MSC106", f"{site.qualname}: more positional arguments than the torch signature has")
+            out.append(a)
+    for index, (name, arg) in enumerate(site.bound.items()):
+        if name in skip:
+            still_positional = False
+            continue
+        if rec.args and name not in known:
+            site.flag("MSC106", f"{site.qualname}: unknown argument {name!r} kept as is")
+            out.append(arg)
+            continue
+        if name in rec.reject:
+            allowed = rec.reject[name]
+            try:
+                ok = literal_value(arg.value) in [ast.literal_eval(v) for v in allowed]
+            except ValueError:
+                ok = False
+            if not ok:
+                site.flag("MSC105", f"{site.qualname}: {name}={site.code(arg.value)} has no MindSpore "
+                                    f"equivalent (only {', '.join(allowed)}); argument dropped")
+                still_positional = False
+                continue
+        if name in rec.review:
+            site.flag("review", f"{site.qualname}: {name}= {rec.review[name]}")
+        if name in rec.drop:
+            still_positional = False
+            continue
+        value = arg.value
+        if name in rec.values:
+            result = transform_function(rec.values[name])(value, site)
+            if result is None:
+                still_positional = False
+                continue
+            if isinstance(result, dict):
+                still_positional = False
+                for k, v in result.items():
+                    out.append(kwarg(k, v, arg))
+                continue
+            value = result
+        ms_name = rec.rename.get(name, name)
+        if still_positional and arg.keyword is None and index < rec.positional:
+            out.append(arg.with_changes(value=value))
+        else:
+            still_positional = False
+            out.append(kwarg(ms_name, value, arg))
+    present = {a.keyword.value for a in out if a.keyword is not None}
+    for ms_name, code in rec.pin.items():
+        if ms_name not in present:
+            out.append(kwarg(ms_name, _pin_expr(code, site)))
+    return out
+
+
+def _respace(original: tuple, new: list[cst.Arg]) -> list[cst.Arg]:
+    """Give a rebuilt argument list the comma style of the original (multi-line calls stay
+    multi-line, a trailing comma stays trailing)."""
+    if not new:
+        return []
+    new = list(new)
+    last_comma = original[-1].comma if original else cst.MaybeSentinel.DEFAULT
+    if len(original) >= 2 and isinstance(original[-2].comma, cst.Comma):
+        sep = original[-2].comma
+    elif isinstance(last_comma, cst.Comma):
+        sep = last_comma
+    else:
+        sep = cst.MaybeSentinel.DEFAULT
+    multiline = isinstance(sep, cst.Comma) and "\n" in cst.Module([]).code_for_node(sep)
+    for i, a in enumerate(new[:-1]):
+        if multiline or not isinstance(a.comma, cst.Comma) or i >= len(original) - 1:
+            new[i] = a.with_changes(comma=sep)
+    new[-1] = new[-1].with_changes(comma=last_comma)
+    return new
+
+
+# --------------------------------------------------------------------------------------
+# The rewriter
+# --------------------------------------------------------------------------------------
+
+@dataclass
+class _Frame:
+    node: cst.CSTNode
+    diags: list[str] = field(default_factory=list)
+    before: list[cst.BaseStatement] = field(default_factory=list)
+    after: list[cst.BaseStatement] = field(default_factory=list)
+
+
+class Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, path: str, table: ApiTable, module: cst.Module) -> None:
+        super().__init__()
+        self.path = path
+        self.table = table
+        self.module = module
+        self.config = module.config_for_parsing
+        imports = module_imports(module)
+        self.scopes = ScopeStack(dict(imports))
+        self.imports = ImportPlan(imports, taken_names(module))
+        self.diagnostics: list[Diagnostic] = []
+        self.conversions: list[Conversion] = []
+        self.frames: list[_Frame] = []
+        self.pos_stack: list[tuple[int, int]] = []
+        self.skip: set[int] = set()           # ids of nodes handled by an enclosing node
+        self.replace: dict[int, cst.CSTNode] = {}
+        self.call_records: dict[int, tuple[ApiRecord, str]] = {}
+        self.instances: dict[str, ApiRecord] = {}
+        self.local_classes: dict[str, ApiRecord] = {}
+        self.implicit: set[int] = set()
+        self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
+
+    # ---- positions and diagnostics -------------------------------------------------
+    def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
+        try:
+            start = self.get_metadata(PositionProvider, node).start
+            return start.line, start.column + 1
+        except KeyError:
+            return self.pos_stack[-1] if self.pos_stack else (1, 1)
+
+    def flag(self, status_or_code: str, message: str) -> None:
+        if status_or_code in STATUSES:
+            status, code = status_or_code, STATUS_CODE.get(status_or_code, "MSC101")
+        else:
+            code = status_or_code
+            status = {"MSC104": "manual", "MSC105": "review", "MSC106": "review"}.get(code, "review")
+        message = " ".join(message.split())
+        line, col = self.pos_stack[-1] if self.pos_stack else (1, 1)
+        severity = "warning" if status == "review" else "error"
+        self.diagnostics.append(Diagnostic(self.path, line, col, code, message, severity, False, status))
+        if self.frames:
+            self.frames[-1].diags.append(f"{MARKER} {code} {message}")
+
+    def add_statement(self, stmt, after: bool, implicit: bool = False) -> None:
+        if isinstance(stmt, str):
+            stmt = cst.parse_statement(stmt, config=self.config)
+        if implicit:
+            self.implicit.add(id(stmt))
+        frame = self.frames[-1]
+        (frame.after if after else frame.before).append(stmt)
+
+    def _record_conversion(self, rec: ApiRecord, qualname: str) -> None:
+        line, col = self.pos_stack[-1] if self.pos_stack else (1, 1)
+        self.conversions.append(Conversion(qualname, rec.target or rec.transform, rec.status, line, col))
+        if rec.status != AUTO:
+            self.flag(rec.status, f"{qualname}: {rec.note or CONVERT_CODES[STATUS_CODE[rec.status]]}")
+
+    # ---- statements: frames for diagnostics and inserted statements ----------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BaseStatement):
+            self.frames.append(_Frame(node))
+        return super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        result = super().on_leave(original, updated)
+        if not isinstance(original, cst.BaseStatement):
+            return result
+        frame = self.frames.pop()
+        if isinstance(result, cst.RemovalSentinel) or (
+                isinstance(result, cst.SimpleStatementLine) and not result.body):
+            nodes = [*frame.before, *frame.after]
+            if not nodes:
+                if not frame.diags:
+                    return cst.RemoveFromParent()
+                nodes = [cst.SimpleStatementLine([cst.Pass()])]
+            nodes[0] = nodes[0].with_changes(leading_lines=[*original.leading_lines, *nodes[0].leading_lines])
+            frame.before, frame.after = [], []
+        else:
+            nodes = list(result.nodes) if isinstance(result, cst.FlattenSentinel) else [result]
+        if frame.diags:
+            nodes[0] = _with_markers(nodes[0], frame.diags)
+        nodes = [*frame.before, *nodes, *frame.after]
+        return cst.FlattenSentinel(nodes) if len(nodes) != 1 else nodes[0]
+
+    def leave_SimpleStatementLine(self, original, updated):
+        body = [s for s, o in zip(updated.body, original.body) if not _is_noop(o, s)]
+        if len(body) == len(updated.body):
+            return updated
+        if not body:
+            return cst.RemoveFromParent()
+        body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(body=body)
+
+    def leave_IndentedBlock(self, original, updated):
+        body = _drop_superseded(list(updated.body), self.implicit)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body)
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=_drop_superseded(list(updated.body), self.implicit))
+
+    def leave_With(self, original, updated):
+        items = [i for i in updated.items if not _is_removed(i.item)]
+        if len(items) == len(updated.items):
+            return updated
+        if items:
+            items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(items=items)
+        body = list(updated.body.body) if isinstance(updated.body, cst.IndentedBlock) else [
+            cst.SimpleStatementLine(list(updated.body.body))]
+        body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+        return cst.FlattenSentinel(body)
+
+    def leave_Decorator(self, original, updated):
+        if _is_removed(updated.decorator):
+            return cst.RemoveFromParent()
+        return updated
+
+    # ---- scopes ----------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.push_function(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.scopes.push_function(node)
+
+    def leave_Lambda(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for base in node.bases:
+            if self._class_base_record(base.value) is not None:
+                self._skip_chain(base.value)
+        self.scopes.push_class(node)
+
+    def _class_base_record(self, expr) -> tuple[ApiRecord, str] | None:
+        q = self.scopes.resolve(expr)
+        if is_source(q):
+            rec = self.table.lookup(q)
+            return (rec, q) if rec is not None else None
+        name = dotted(expr)
+        if name in self.local_classes:
+            return self.local_classes[name], name
+        return None
+
+    def leave_ClassDef(self, original, updated):
+        self.scopes.pop()
+        bases = []
+        root: ApiRecord | None = None
+        self.pos_stack.append(self._pos(original))
+        for orig, new in zip(original.bases, updated.bases):
+            found = self._class_base_record(orig.value)
+            if found is None:
+                bases.append(new)
+                continue
+            rec, q = found
+            root = root or rec
+            if q in self.local_classes:       # a local subclass: the base stays
+                bases.append(new)
+                continue
+            self._record_conversion(rec, q)
+            if rec.target:
+                bases.append(new.with_changes(value=self.imports.ref(rec.target)))
+        self.pos_stack.pop()
+        if root is None:
+            return updated
+        self.local_classes[original.name.value] = root
+        if bases:
+            bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            updated = updated.with_changes(bases=bases)
+        else:
+            updated = updated.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT,
+                                           rpar=cst.MaybeSentinel.DEFAULT)
+        if root.subclass:
+            site = Site(self, root, root.torch, updated)
+            updated = transform_function(root.subclass)(updated, site)
+        return updated
+
+    # ---- references ------------------------------------------------------------------
+    def _skip_chain(self, expr) -> None:
+        """The dotted chain of a call's func or a class base is resolved by the enclosing node."""
+        while True:
+            self.skip.add(id(expr))
+            if not isinstance(expr, cst.Attribute):
+                return
+            expr = expr.value
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._skip_chain(node.func)
+        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass"):
+            self.type_checks += 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.skip.add(id(node.attr))
+        if id(node) in self.skip:
+            return True
+        return self._visit_reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self.skip:
+            self._visit_reference(node)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.skip.add(id(node.name))
+
+    def visit_FunctionDef_name(self, node: cst.FunctionDef) -> None:
+        self.skip.add(id(node.name))
+
+    def visit_ClassDef_name(self, node: cst.ClassDef) -> None:
+        self.skip.add(id(node.name))
+
+    def _visit_reference(self, node) -> bool:
+        """A bare reference (not called): `torch.float32`, `F.relu` passed as a value."""
+        q = self.scopes.resolve(node)
+        if not is_source(q):
+            return True
+        self.pos_stack.append(self._pos(node))
+        try:
+            self.replace[id(node)] = self._convert_reference(node, q)
+        finally:
+            self.pos_stack.pop()
+        return False
+
+    def _convert_reference(self, node, q: str) -> cst.BaseExpression:
+        rec = self.table.lookup(q)
+        if rec is None:
+            if q in self.table.namespaces:
+                self.flag("MSC104", f"{q} is used as a module object: convert its uses by hand")
+            else:
+                self.flag("MSC104", f"{q} is not in the mapping tables")
+            return self.imports.source_ref(q)
+        try:
+            if rec.transform:
+                site = Site(self, rec, q, node)
+                out = transform_function(rec.transform)(site)
+            elif rec.target:
+                out = self.imports.ref(rec.target)
+                if (rec.rename or rec.values or rec.pin) and not self.type_checks:
+                    self.flag("review", f"{q} used as a value: its argument differences "
+                                        f"({_differences(rec)}) are not applied")
+            else:
+                raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
+        except Unconvertible as exc:
+            self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
+            return self.imports.source_ref(q)
+        self._record_conversion(rec, q)
+        return out
+
+    def leave_Attribute(self, original, updated):
+        return self.replace.pop(id(original), updated)
+
+    def leave_Name(self, original, updated):
+        return self.replace.pop(id(original), updated)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        if isinstance(original.func, cst.Name) and original.func.value in ("isinstance", "issubclass"):
+            self.type_checks -= 1
+        self.pos_stack.append(self._pos(original))
+        try:
+            return self._convert_call(original, updated)
+        finally:
+            self.pos_stack.pop()
+
+    def _convert_call(self, original: cst.Call, updated: cst.Call):
+        q = self.scopes.resolve(original.func)
+        if is_source(q):
+            rec = self.table.lookup(q)
+            if rec is None:
+                updated = updated.with_changes(func=self._convert_reference(original.func, q))
+                return updated
+            self.call_records[id(original)] = (rec, q)
+            return self._apply(rec, q, updated, None)
+        name = dotted(original.func)
+        if name in self.local_classes:
+            self.call_records[id(original)] = (self.local_classes[name], name)
+            return updated
+        if name in self.instances and self.instances[name].instance_call:
+            rec = self.instances[name]
+            site = Site(self, rec, rec.torch, updated)
+            return transform_function(rec.instance_call)(site)
+        if isinstance(original.func, cst.Attribute):
+            return self._convert_method(original, updated)
+        return updated
+
+    def _convert_method(self, original: cst.Call, updated: cst.Call):
+        method = original.func.attr.value
+        candidates = self.table.methods(method)
+        if not candidates:
+            return updated
+        receiver = original.func.value
+        if isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                                 cst.Integer, cst.Float, cst.List, cst.Dict, cst.Set)):
+            return updated
+        root = dotted(receiver)
+        if root is not None:
+            bound = self.scopes.resolve_name(root.split(".")[0])
+            if bound is not None and not is_source(bound):
+                return updated  # np.repeat, math.floor...: a module, not a tensor
+        rec = self._pick_method(candidates, receiver)
+        q = rec.torch
+        return self._apply(rec, q, updated, updated.func.value)
+
+    def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord:
+        if len(candidates) == 1:
+            return candidates[0]
+        inst = self.instances.get(dotted(receiver) or "")
+        is_cell = inst is not None and inst.torch.startswith("torch.nn.")
+        prefix = "torch.nn.Module." if is_cell else "torch.Tensor."
+        return next((c for c in candidates if c.torch.startswith(prefix)), candidates[0])
+
+    def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver):
+        site = Site(self, rec, q, updated, receiver)
+        try:
+            if rec.transform:
+                out = transform_function(rec.transform)(site)
+            elif receiver is not None:
+                out = _method_call(site)
+            elif rec.target:
+                out = site.call(rec.target)
+            else:
+                raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
+        except Unconvertible as exc:
+            self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
+            if receiver is None:
+                return updated.with_changes(func=self.imports.source_ref(q))
+            return updated
+        self._record_conversion(rec, q)
+        return out
+
+    # ---- objects created from torch APIs ---------------------------------------------
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        value = original.value
+        found = self.call_records.get(id(value)) if isinstance(value, cst.Call) else None
+        if found is None:
+            return updated
+        rec, _ = found
+        for target in original.targets:
+            name = dotted(target.target)
+            if name is None:
+                continue
+            self.instances[name] = rec
+            if rec.on_instantiate:
+                site = Site(self, rec, rec.torch, updated)
+                transform_function(rec.on_instantiate)(site, name)
+        return updated
+
+
+def _method_call(site: Site) -> cst.BaseExpression:
+    target = site.record.target
+    call = site.node
+    if target.startswith("."):
+        func = call.func.with_changes(attr=cst.Name(target[1:]))
+        return call.with_changes(func=func, args=_respace(call.args, site.standard_args()))
+    if not target:
+        return call.with_changes(args=_respace(call.args, site.standard_args()))
+    args = [cst.Arg(site.receiver), *site.standard_args()]
+    return cst.Call(func=site.ref(target), args=args)
+
+
+def _differences(rec: ApiRecord) -> str:
+    parts = [f"{k}->{v}" for k, v in rec.rename.items()]
+    parts += [f"{k} transformed" for k in rec.values]
+    parts += [f"{k}={v}" for k, v in rec.pin.items()]
+    return ", ".join(parts)
+
+
+def _is_removed(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == REMOVED_NAME
+
+
+def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) -> bool:
+    """Statements a conversion emptied: a removed call, `model` left of `model.to(dev)`,
+    `x = x` left of `x = x.to(dev)`."""
+    if isinstance(updated, cst.Expr):
+        if _is_removed(updated.value):
+            return True
+        return isinstance(original, cst.Expr) and isinstance(original.value, cst.Call) and \
+            isinstance(updated.value, (cst.Name, cst.Attribute))
+    if isinstance(updated, cst.Assign) and len(updated.targets) == 1 and isinstance(original, cst.Assign):
+        if original.value.deep_equals(updated.value):
+            return False
+        target, value = updated.targets[0].target, updated.value
+        return isinstance(value, (cst.Name, cst.Attribute)) and target.deep_equals(value)
+    return False
+
+
+def _with_markers(stmt: cst.BaseStatement, markers: list[str]) -> cst.BaseStatement:
+    existing = {line.comment.value for line in stmt.leading_lines if line.comment is not None}
+    new = [cst.EmptyLine(comment=cst.Comment(m)) for m in dict.fromkeys(markers) if m not in existing]
+    if not new:
+        return stmt
+    return stmt.with_changes(leading_lines=[*stmt.leading_lines, *new])
+
+
+def _call_prefix(stmt) -> str | None:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+            isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call):
+        return dotted(stmt.body[0].value.func)
+    return None
+
+
+def _drop_superseded(body: list, implicit: set[int]) -> list:
+    """An inserted default (`model.set_train(True)` after construction) is dropped when the
+    program's next statement makes the same call itself."""
+    out = []
+    for i, stmt in enumerate(body):
+        if id(stmt) in implicit and i + 1 < len(body):
+            prefix = _call_prefix(stmt)
+            if prefix is not None and _call_prefix(body[i + 1]) == prefix:
+                continue
+        out.append(stmt)
+    return out

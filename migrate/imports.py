@@ -1,0 +1,205 @@
+"""Imports are rewritten once, at the end: references ask for modules while the file is being
+converted (`ImportPlan.ref`), then `ImportPlan.apply` drops torch imports that became unused and
+adds each needed MindSpore import once, where the torch imports were."""
+from __future__ import annotations
+
+import functools
+import tomllib
+
+import libcst as cst
+
+from msmigrate.mapping import RULES_DIR
+from msmigrate.names import SOURCE_ROOTS, dotted, import_bindings
+
+
+@functools.lru_cache(maxsize=None)
+def import_styles() -> dict[str, tuple[str, str]]:
+    """module -> (bound name, import statement code)."""
+    with (RULES_DIR / "imports.toml").open("rb") as fh:
+        modules = tomllib.load(fh)["modules"]
+    out = {}
+    for module, code in modules.items():
+        stmt = cst.parse_statement(code)
+        bound = import_bindings(stmt.body[0])[0][0]
+        out[module] = (bound, code)
+    return out
+
+
+def _attr_chain(root: str, rest: list[str]) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(root)
+    for part in rest:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+class ImportPlan:
+    def __init__(self, existing: dict[str, str], taken: set[str]) -> None:
+        self.existing = existing  # module-level bindings already in the file: name -> qualname
+        self.taken = taken        # names the file uses for its own things
+        self.needed: dict[str, str] = {}  # bound name -> import statement code
+
+    def _usable(self, bound: str, module: str) -> bool:
+        if self.existing.get(bound) == module:
+            return True
+        if bound in self.taken:
+            return False
+        return self.needed.get(bound, import_styles()[module][1]) == import_styles()[module][1]
+
+    def ref(self, qualname: str) -> cst.BaseExpression:
+        """An expression naming `qualname` (e.g. mindspore.nn.Dense), requesting its import."""
+        parts = qualname.split(".")
+        styles = import_styles()
+        for i in range(len(parts), 0, -1):
+            module = ".".join(parts[:i])
+            if module in styles:
+                bound, code = styles[module]
+                if self._usable(bound, module):
+                    if self.existing.get(bound) != module:
+                        self.needed[bound] = code
+                    return _attr_chain(bound, parts[i:])
+        # no free alias: the plain dotted name with a plain import of its root
+        root = parts[0]
+        if self.existing.get(root) != root:
+            self.needed.setdefault(root, f"import {root}")
+        return _attr_chain(root, parts[1:])
+
+    def source_ref(self, qualname: str) -> cst.BaseExpression:
+        """A torch reference that stays torch: fully qualified, so short aliases are freed."""
+        parts = qualname.split(".")
+        if self.existing.get(parts[0]) != parts[0]:
+            self.needed.setdefault(parts[0], f"import {parts[0]}")
+        return _attr_chain(parts[0], parts[1:])
+
+    # --- applying the plan -------------------------------------------------------------
+    def apply(self, module: cst.Module) -> cst.Module:
+        used = _used_names(module)
+        needed = {b: c for b, c in self.needed.items() if b in used}
+        remover = _RemoveUnusedSourceImports(used)
+        module = module.visit(remover)
+        new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
+                     for code in sorted(set(needed.values()), key=_import_order)]
+        if not new_stmts:
+            return module
+        body = list(module.body)
+        at = remover.first_top_level_index
+        if at is None:
+            at = _after_docstring_and_future(body)
+        moved = remover.first_top_level_leading
+        if moved is not None:
+            new_stmts[0] = new_stmts[0].with_changes(leading_lines=moved)
+        body[at:at] = new_stmts
+        return module.with_changes(body=body)
+
+
+def _import_order(code: str) -> tuple:
+    # `import mindspore as ms` first, then other plain imports, then `from` imports
+    return (not code.startswith("import mindspore as"), code.startswith("from"), code)
+
+
+def _after_docstring_and_future(body: list) -> int:
+    i = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        i = 1
+    while i < len(body) and isinstance(body[i], cst.SimpleStatementLine) and \
+            isinstance(body[i].body[0], cst.ImportFrom) and dotted(body[i].body[0].module or cst.Name("_")) == "__future__":
+        i += 1
+    return i
+
+
+class _UsedNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Import(self, node) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _used_names(module: cst.Module) -> set[str]:
+    v = _UsedNames()
+    module.visit(v)
+    return v.names
+
+
+def _is_source_alias(bound_qual: tuple[str, str]) -> bool:
+    return bound_qual[1].split(".")[0] in SOURCE_ROOTS
+
+
+class _RemoveUnusedSourceImports(cst.CSTTransformer):
+    """Drops torch-family import aliases nobody uses any more; remembers where the first
+    top-level one stood so new imports take its place (and its leading comments)."""
+
+    def __init__(self, used: set[str]) -> None:
+        self.used = used
+        self.depth = 0
+        self.index = -1
+        self.first_top_level_index: int | None = None
+        self.first_top_level_leading = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._top = {id(s): i for i, s in enumerate(node.body)}
+
+    def visit_IndentedBlock(self, node) -> None:
+        self.depth += 1
+
+    def leave_IndentedBlock(self, original, updated):
+        self.depth -= 1
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        small = [s for s in updated.body if not isinstance(s, cst.RemovalSentinel)]
+        is_source_import = any(
+            isinstance(s, (cst.Import, cst.ImportFrom)) and any(map(_is_source_alias, import_bindings(s)))
+            for s in original.body)
+        if is_source_import and self.depth == 0 and self.first_top_level_index is None:
+            idx = self._top.get(id(original))
+            if idx is not None:
+                self.first_top_level_index = idx
+        kept = []
+        for s in updated.body:
+            if isinstance(s, (cst.Import, cst.ImportFrom)):
+                s = self._prune(s)
+                if s is None:
+                    continue
+            kept.append(s)
+        if not kept:
+            if is_source_import and self.depth == 0 and self.first_top_level_leading is None \
+                    and self._top.get(id(original)) == self.first_top_level_index:
+                self.first_top_level_leading = updated.leading_lines
+            return cst.RemoveFromParent()
+        if len(kept) != len(small):
+            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(body=kept)
+        return updated
+
+    def _prune(self, stmt):
+        if isinstance(stmt, cst.ImportFrom) and isinstance(stmt.names, cst.ImportStar):
+            return stmt
+        pairs = import_bindings(stmt)
+        if not pairs:
+            return stmt
+        names = list(stmt.names)
+        # Every torch reference was rewritten (converted, or spelled out from its root module),
+        # so only a root binding (`import torch`) can still be needed.
+        keep = [alias for alias, pair in zip(names, pairs)
+                if not _is_source_alias(pair) or (pair[0] in self.used and pair[0] == pair[1])]
+        if len(keep) == len(names):
+            return stmt
+        if not keep:
+            return None
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if isinstance(stmt, cst.ImportFrom) and stmt.rpar is not None and len(keep) == 1:
+            return stmt.with_changes(names=keep, lpar=None, rpar=None)
+        return stmt.with_changes(names=keep)

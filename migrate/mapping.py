@@ -1,0 +1,161 @@
+"""The mapping-table schema: one `ApiRecord` per torch API, loaded from `rules/api/*.toml`.
+
+A record says how one torch callable (or attribute) becomes MindSpore:
+
+    [api."torch.nn.Conv2d"]
+    target = "mindspore.nn.Conv2d"          # dotted MindSpore name ("" = remove / no target)
+    args = ["in_channels", "out_channels", "kernel_size", "stride", "padding", ...]
+                                            # torch positional order; "*name" collects varargs
+    positional = 4                          # leading positional args that stay positional
+    rename = { groups = "group", bias = "has_bias" }
+    values = { padding = "conv.padding2d" } # torch arg -> value transform (rules/transforms)
+    pin = { pad_mode = "'pad'", has_bias = "True" }   # MindSpore kwargs added when absent
+    drop = ["device", "dtype"]              # torch args that mean nothing in MindSpore
+    reject = { padding_mode = ["'zeros'"] } # arg -> values that convert; others are flagged
+    review = { padding_idx = "why" }        # arg whose presence alone needs a human look
+    transform = "module.function"           # irregular API: a function does the whole call
+    status = "auto"                         # auto | review | manual | unsupported
+    note = "why it is not auto / what to check"
+
+Method records (`torch.Tensor.view`, `torch.nn.Module.train`) apply to `obj.view(...)` calls
+whose receiver is not a known module. Table-level `[defaults]` apply to every record in a file.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from msmigrate.diagnostics import STATUSES
+
+import msmigrate.rules
+
+RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
+
+METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
+                   "torch.utils.data.DataLoader.")
+
+_FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
+           "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
+           "csv"}
+
+
+@dataclass(frozen=True)
+class ApiRecord:
+    torch: str
+    target: str = ""
+    args: tuple[str, ...] = ()
+    positional: int = 1
+    rename: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)
+    pin: dict = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+    reject: dict = field(default_factory=dict)
+    review: dict = field(default_factory=dict)  # arg -> why its presence needs a human look
+    transform: str = ""
+    status: str = "auto"
+    note: str = ""
+    # hooks for classes and objects created from this API (see rules/transforms/models.py)
+    subclass: str = ""        # called on a class deriving from this API
+    instance_call: str = ""   # called on calls of an object this API created (criterion(out, y))
+    on_instantiate: str = ""  # called on the statement that binds a new instance to a name
+    source: str = ""          # the toml file it came from
+
+    @property
+    def is_method(self) -> bool:
+        return self.torch.startswith(METHOD_PREFIXES)
+
+    @property
+    def method_name(self) -> str:
+        return self.torch.rsplit(".", 1)[1]
+
+
+class MappingError(ValueError):
+    pass
+
+
+def _load_file(path: Path) -> list[ApiRecord]:
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    defaults = data.get("defaults", {})
+    records = []
+    for name, raw in data.get("api", {}).items():
+        merged = {**defaults, **raw}
+        unknown = set(merged) - _FIELDS
+        if unknown:
+            raise MappingError(f"{path.name}: {name}: unknown fields {sorted(unknown)}")
+        if merged.get("status", "auto") not in STATUSES:
+            raise MappingError(f"{path.name}: {name}: bad status {merged['status']!r}")
+        merged.pop("csv", None)
+        for key in ("args", "drop"):
+            if key in merged:
+                merged[key] = tuple(merged[key])
+        records.append(ApiRecord(torch=name, source=path.name, **merged))
+    return records
+
+
+@dataclass
+class ApiTable:
+    by_name: dict[str, ApiRecord]
+    by_method: dict[str, list[ApiRecord]]
+    namespaces: frozenset[str]  # every proper prefix of a record name: modules, classes
+
+    def lookup(self, qualname: str) -> ApiRecord | None:
+        return self.by_name.get(qualname)
+
+    def methods(self, name: str) -> list[ApiRecord]:
+        return self.by_method.get(name, [])
+
+
+@functools.lru_cache(maxsize=None)
+def load_table(rules_dir: str | None = None) -> ApiTable:
+    root = Path(rules_dir) if rules_dir else RULES_DIR / "api"
+    by_name: dict[str, ApiRecord] = {}
+    for path in sorted(root.glob("*.toml")):
+        for rec in _load_file(path):
+            if rec.torch in by_name:
+                raise MappingError(f"{rec.torch} defined in {by_name[rec.torch].source} and {path.name}")
+            by_name[rec.torch] = rec
+    by_method: dict[str, list[ApiRecord]] = {}
+    namespaces = set()
+    for rec in by_name.values():
+        if rec.is_method:
+            by_method.setdefault(rec.method_name, []).append(rec)
+        parts = rec.torch.split(".")
+        namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return ApiTable(by_name, by_method, frozenset(namespaces))
+
+
+@functools.lru_cache(maxsize=None)
+def transform_function(ref: str) -> Callable:
+    """`"conv.padding2d"` -> msmigrate.rules.transforms.conv.padding2d."""
+    module, _, name = ref.rpartition(".")
+    mod = importlib.import_module(f"msmigrate.rules.transforms.{module}")
+    try:
+        return getattr(mod, name)
+    except AttributeError:
+        raise MappingError(f"transform {ref!r} does not exist") from None
+
+
+def validate(table: ApiTable) -> list[str]:
+    """Problems in the tables that a test should catch: missing transforms, bad fields."""
+    problems = []
+    for rec in table.by_name.values():
+        for ref in [rec.transform, rec.subclass, rec.instance_call, rec.on_instantiate,
+                    *rec.values.values()]:
+            if ref:
+                try:
+                    transform_function(ref)
+                except (MappingError, ImportError) as exc:
+                    problems.append(f"{rec.torch}: {exc}")
+        if rec.status == "auto" and not (rec.target or rec.transform) and not rec.drop:
+            if not rec.subclass:
+                problems.append(f"{rec.torch}: status auto needs a target or a transform")
+        known = {a.lstrip("*") for a in rec.args}
+        for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review]:
+            if rec.args and key not in known:
+                problems.append(f"{rec.torch}: {key!r} is not in args")
+    return problems

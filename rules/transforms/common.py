@@ -1,0 +1,56 @@
+"""Value transforms shared by many records, and whole-call transforms that drop a call."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, literal_value
+
+
+def one_minus(value: cst.BaseExpression, site):
+    """BatchNorm momentum: MindSpore weighs the running stat by m where torch weighs the new one."""
+    try:
+        m = literal_value(value)
+    except ValueError:
+        return site.expr("1 - ({v})", v=value) if not isinstance(value, cst.Name) else site.expr("1 - {v}", v=value)
+    if m is None:
+        raise Unconvertible("momentum=None (cumulative moving average) has no MindSpore equivalent")
+    return cst.parse_expression(repr(round(1 - float(m), 12)))
+
+
+def to_tuple(value: cst.BaseExpression, site):
+    """An int or a sequence -> a tuple literal where the value is a literal int."""
+    try:
+        v = literal_value(value)
+    except ValueError:
+        site.flag("review", f"{site.qualname}: {site.code(value)} is assumed to be an int (MindSpore needs a tuple)")
+        return site.expr("({v},)", v=value)
+    if isinstance(v, int):
+        return cst.parse_expression(f"({v},)")
+    return value
+
+
+def approximate_flag(value: cst.BaseExpression, site):
+    """GELU approximate='none'|'tanh' -> approximate=False|True."""
+    try:
+        v = literal_value(value)
+    except ValueError:
+        return site.expr("{v} == 'tanh'", v=value)
+    return cst.Name("True" if v == "tanh" else "False")
+
+
+def remove_call(site):
+    """A call with no MindSpore counterpart and no effect on results (cudnn flags, synchronize)."""
+    return site.REMOVED
+
+
+def receiver(site):
+    """`x.cuda()`, `model.to(device)`: placement is global in MindSpore, the object stays."""
+    return site.receiver
+
+
+def same_value(site):
+    """`torch.device('cuda')` -> the string itself, so `use_cuda` style logic keeps running."""
+    if site.is_call:
+        args = [a.value for a in site.node.args if a.keyword is None]
+        return args[0] if args else cst.SimpleString("'cpu'")
+    return site.node
