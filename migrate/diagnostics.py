@@ -34,6 +34,12 @@ class Diagnostic:
     fixable: bool = False
     # convert only: the status of the conversion this diagnostic is about
     status: str = field(default="", compare=False)
+    # lint only: where the finding ends, and its fix as text edits ((start, end, new), ...) over
+    # character offsets of the source; `fix_safe` is the fix's applicability (safe vs unsafe)
+    end_line: int = field(default=0, compare=False)
+    end_col: int = field(default=0, compare=False)
+    fix: tuple = field(default=(), compare=False, repr=False)
+    fix_safe: bool = field(default=False, compare=False)
 
     def to_text(self) -> str:
         mark = " [*]" if self.fixable else ""

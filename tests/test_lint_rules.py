@@ -1,0 +1,174 @@
+"""Every rule's VALID/INVALID examples: checked by the linter, and by the real MindSpore compiler.
+
+The compiler check runs all examples in two subprocesses (one per half of the rules, so that
+`pytest -n 2` runs them side by side) and compares the observed behaviour with the rule's claim
+(see msmigrate.lint.rule.CLAIMS).
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from msmigrate.lint.config import LintConfig
+from msmigrate.lint.linter import all_rules, lint_source
+from msmigrate.lint.rule import CLAIMS
+
+from isolated import ENV
+
+RULES = all_rules()
+ALL = LintConfig(select=("ALL",))
+
+
+def _examples(rule, kind):
+    return [textwrap.dedent(e).lstrip("\n") for e in getattr(rule, kind)]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_metadata(rule):
+    sections = rule.doc_sections()
+    for title in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+        assert sections.get(title), f"{rule.code}: docstring lacks '## {title}'"
+    assert rule.code.startswith("MSG") and len(rule.code) == 6
+    assert rule.name and rule.name == rule.name.lower() and " " not in rule.name
+    assert rule.severity in ("error", "warning", "info")
+    assert rule.claim in CLAIMS, rule.claim
+    assert rule.VALID and rule.INVALID
+    if rule.code[3] in "12":
+        assert rule.severity == "error", "will-not-compile and silently-wrong rules are errors"
+    if rule.claim == "differs-from-torch":
+        assert len(rule.TORCH_REFERENCE) == len(rule.VALID)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_examples_lint(rule):
+    for code in _examples(rule, "VALID"):
+        found = [d for d in lint_source(code, "valid.py", ALL) if d.code == rule.code]
+        assert not found, f"{rule.code} flags a VALID example:\n{code}\n{found}"
+    for code in _examples(rule, "INVALID"):
+        found = [d for d in lint_source(code, "invalid.py", ALL) if d.code == rule.code]
+        assert found, f"{rule.code} misses an INVALID example:\n{code}"
+
+
+def _modes(rule):
+    if rule.claim == "fallback":
+        return ["pynative", "graph", "strict"]
+    if rule.claim == "differs-from-torch":
+        return ["pynative"]
+    return ["pynative", "strict" if rule.mode == "strict" else "graph"]
+
+
+def _run_examples(rules):
+    cases, index = [], []
+    for rule in rules:
+        for kind in ("VALID", "INVALID"):
+            for i, code in enumerate(_examples(rule, kind)):
+                cases.append({"code": code, "modes": _modes(rule)})
+                index.append((rule.code, kind, i))
+        for i, code in enumerate(rule.TORCH_REFERENCE):
+            cases.append({"torch": textwrap.dedent(code)})
+            index.append((rule.code, "TORCH", i))
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp, "cases.json")
+        spec.write_text(json.dumps(cases))
+        proc = subprocess.run([sys.executable, "-m", "msmigrate.lint.verify", str(spec)],
+                              capture_output=True, text=True, timeout=900, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = {}
+    for key, res in zip(index, results):
+        out[key] = res
+    return out
+
+
+def _is_error(v):
+    return isinstance(v, dict) and "error" in v
+
+
+def _close(a, b, tol):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b))
+    if _is_error(a) and _is_error(b):
+        return True
+    return a == b
+
+
+def check_claim(rule, kind, res, torch_res=None):
+    """Returns a problem description, or '' if the observed behaviour matches the claim."""
+    pyn = res.get("pynative", {}).get("outputs")
+    mode = "strict" if rule.mode == "strict" else "graph"
+    got = res.get(mode, {}).get("outputs")
+    compiles = res.get(mode, {}).get("compiles")
+    claim = rule.claim
+    if claim == "differs-from-torch":
+        same = _close(pyn, torch_res, getattr(rule, "TOLERANCE", 1e-5))
+        if kind == "VALID" and not same:
+            return f"VALID differs from torch: {pyn} vs {torch_res}"
+        if kind == "INVALID" and same:
+            return f"INVALID matches torch: {pyn} vs {torch_res}"
+        return ""
+    if claim == "fails":
+        if kind == "VALID":
+            return "" if not any(map(_is_error, pyn + got)) and _close(got, pyn, 1e-5) else f"VALID: {pyn} / {got}"
+        return "" if _is_error(pyn[0]) and _is_error(got[0]) else f"INVALID did not fail: {pyn} / {got}"
+    if claim == "fallback":
+        strict = res["strict"]["outputs"]
+        lax = res["graph"]["outputs"]
+        if kind == "VALID":
+            ok = _close(strict, pyn, 1e-5) and not any(map(_is_error, strict))
+            return "" if ok else f"VALID under fullgraph: {strict} vs PyNative {pyn}"
+        ok = _close(lax, pyn, 1e-5) and not any(map(_is_error, lax)) and _is_error(strict[0])
+        return "" if ok else f"INVALID: lax {lax} strict {strict} PyNative {pyn}"
+    if kind == "VALID" or claim == "works":
+        problems = []
+        if any(map(_is_error, got)) or not _close(got, pyn, 1e-5):
+            problems.append(f"compiled {got} != PyNative {pyn}")
+        if claim in ("recompile", "works") and compiles != 1:
+            problems.append(f"{compiles} compiles, expected 1")
+        return "; ".join(problems)
+    if claim == "compile-error":
+        return "" if _is_error(got[0]) and not _is_error(pyn[0]) else f"expected compile error: {got} / PyNative {pyn}"
+    if claim == "wrong-result":
+        ok = not any(map(_is_error, got)) and not _close(got, pyn, 1e-5)
+        return "" if ok else f"expected silently different results: {got} / PyNative {pyn}"
+    if claim == "breaks-after-trigger":
+        for i, v in enumerate(pyn):
+            if _is_error(v) and _is_error(got[i]):
+                later = [j for j in range(i + 1, len(pyn)) if not _is_error(pyn[j])]
+                if later and all(_is_error(got[j]) for j in later):
+                    return ""
+        return f"expected a broken graph after the first raise: {got} / PyNative {pyn}"
+    if claim == "recompile":
+        ok = _close(got, pyn, 1e-5) and compiles is not None and compiles > 1
+        return "" if ok else f"expected recompiles: {compiles} compiles, {got} / {pyn}"
+    return f"unknown claim {claim}"
+
+
+HALVES = [RULES[0::2], RULES[1::2]]
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("half", [0, 1])
+def test_rule_claims_against_compiler(half):
+    rules = HALVES[half]
+    results = _run_examples(rules)
+    problems = []
+    for rule in rules:
+        for kind in ("VALID", "INVALID"):
+            for i, _ in enumerate(rule.VALID if kind == "VALID" else rule.INVALID):
+                torch_res = None
+                if rule.claim == "differs-from-torch":
+                    ref = rule.TORCH_REFERENCE[i if kind == "VALID" else min(i, len(rule.TORCH_REFERENCE) - 1)]
+                    torch_res = results[(rule.code, "TORCH", rule.TORCH_REFERENCE.index(ref))]["torch"]["outputs"]
+                problem = check_claim(rule, kind, results[(rule.code, kind, i)], torch_res)
+                if problem:
+                    problems.append(f"{rule.code} {kind}[{i}]: {problem}")
+    assert not problems, "\n".join(problems)
