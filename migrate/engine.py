@@ -67,13 +67,52 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     except cst.ParserSyntaxError as exc:
         raise InputError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1,
                          "MSC001") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    rewriter = Rewriter(path, table or load_table(), module)
-    new_module = wrapper.visit(rewriter)
-    new_module = rewriter.imports.apply(new_module)
-    code = new_module.code
-    diags = sorted(rewriter.diagnostics)
-    return ConversionResult(path, source, code, diags, rewriter.conversions)
+    # Positions are taken from the original tree once; later passes reuse unchanged subtrees,
+    # so their nodes still find their original line and column.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    reporter = Reporter(path)
+    imports = module_imports(module)
+    plan = ImportPlan(imports, taken_names(module))
+    for structural_pass in structural_passes():
+        module = module.visit(structural_pass(module, plan, reporter, positions))
+    rewriter = Rewriter(path, table or load_table(), module, plan, reporter, positions)
+    new_module = plan.apply(module.visit(rewriter))
+    return ConversionResult(path, source, new_module.code, sorted(reporter.diagnostics),
+                            reporter.conversions)
+
+
+def structural_passes() -> list:
+    """Multi-statement rewrites that run before the table-driven pass, on torch names
+    (declared by the rules package, so the engine stays API-free)."""
+    import importlib
+
+    from msmigrate.rules import STRUCTURAL_PASSES
+
+    out = []
+    for ref in STRUCTURAL_PASSES:
+        module, _, name = ref.partition(":")
+        out.append(getattr(importlib.import_module(module), name))
+    return out
+
+
+class Reporter:
+    """Collects diagnostics and conversions of one file; returns the marker comment text."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = []
+        self.conversions: list[Conversion] = []
+
+    def flag(self, status_or_code: str, message: str, line: int, col: int) -> str:
+        if status_or_code in STATUSES:
+            status, code = status_or_code, STATUS_CODE.get(status_or_code, "MSC101")
+        else:
+            code = status_or_code
+            status = {"MSC104": "manual", "MSC105": "review", "MSC106": "review"}.get(code, "review")
+        message = " ".join(message.split())
+        severity = "warning" if status == "review" else "error"
+        self.diagnostics.append(Diagnostic(self.path, line, col, code, message, severity, False, status))
+        return f"{MARKER} {code} {message}"
 
 
 # --------------------------------------------------------------------------------------
@@ -328,19 +367,18 @@ class _Frame:
 
 
 class Rewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, path: str, table: ApiTable, module: cst.Module) -> None:
+    def __init__(self, path: str, table: ApiTable, module: cst.Module, plan: ImportPlan,
+                 reporter: Reporter, positions) -> None:
         super().__init__()
         self.path = path
         self.table = table
         self.module = module
         self.config = module.config_for_parsing
-        imports = module_imports(module)
-        self.scopes = ScopeStack(dict(imports))
-        self.imports = ImportPlan(imports, taken_names(module))
-        self.diagnostics: list[Diagnostic] = []
-        self.conversions: list[Conversion] = []
+        self.scopes = ScopeStack(dict(plan.existing))
+        self.imports = plan
+        self.reporter = reporter
+        self.positions = positions
+        self.conversions = reporter.conversions
         self.frames: list[_Frame] = []
         self.pos_stack: list[tuple[int, int]] = []
         self.skip: set[int] = set()           # ids of nodes handled by an enclosing node
@@ -353,24 +391,16 @@ class Rewriter(cst.CSTTransformer):
 
     # ---- positions and diagnostics -------------------------------------------------
     def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
-        try:
-            start = self.get_metadata(PositionProvider, node).start
-            return start.line, start.column + 1
-        except KeyError:
+        found = self.positions.get(node)
+        if found is None:
             return self.pos_stack[-1] if self.pos_stack else (1, 1)
+        return found.start.line, found.start.column + 1
 
     def flag(self, status_or_code: str, message: str) -> None:
-        if status_or_code in STATUSES:
-            status, code = status_or_code, STATUS_CODE.get(status_or_code, "MSC101")
-        else:
-            code = status_or_code
-            status = {"MSC104": "manual", "MSC105": "review", "MSC106": "review"}.get(code, "review")
-        message = " ".join(message.split())
         line, col = self.pos_stack[-1] if self.pos_stack else (1, 1)
-        severity = "warning" if status == "review" else "error"
-        self.diagnostics.append(Diagnostic(self.path, line, col, code, message, severity, False, status))
+        marker = self.reporter.flag(status_or_code, message, line, col)
         if self.frames:
-            self.frames[-1].diags.append(f"{MARKER} {code} {message}")
+            self.frames[-1].diags.append(marker)
 
     def add_statement(self, stmt, after: bool, implicit: bool = False) -> None:
         if isinstance(stmt, str):
@@ -726,6 +756,10 @@ def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) 
         if original.value.deep_equals(updated.value):
             return False
         target, value = updated.targets[0].target, updated.value
+        if isinstance(value, cst.Tuple) and isinstance(target, cst.Tuple):
+            return len(value.elements) == len(target.elements) and all(
+                isinstance(v.value, (cst.Name, cst.Attribute)) and v.value.deep_equals(t.value)
+                for v, t in zip(value.elements, target.elements))
         return isinstance(value, (cst.Name, cst.Attribute)) and target.deep_equals(value)
     return False
 

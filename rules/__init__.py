@@ -1,2 +1,5 @@
 """Migration knowledge: API mapping tables (`api/*.toml`), transforms for irregular APIs
 (`transforms/`), and lint rules (`lint/`). The engine in `msmigrate` knows none of it."""
+
+# Multi-statement rewrites run before the table-driven pass, in this order.
+STRUCTURAL_PASSES = ["msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -1,0 +1,568 @@
+"""Training loops -> MindSpore's functional train step.
+
+A block that calls `loss.backward()` is rewritten the way an expert writes MindSpore 2.x:
+
+    def forward_fn(x, y):                 # the statements the loss depends on (a backward slice)
+        out = model(x)
+        loss = criterion(out, y)
+        return loss, out                  # + whatever the program reads afterwards (has_aux)
+    grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=True)
+
+    @ms.jit
+    def train_step(x, y):                 # compiled once per input shape
+        (loss, out), grads = grad_fn(x, y)
+        grads = ops.clip_by_global_norm(grads, 1.0)     # clip_grad_norm_ between backward and step
+        optimizer(grads)                  # zero_grad / backward / step
+        return loss, out
+
+The definitions go before the outermost loop of the enclosing function (or module); the loop
+body keeps everything else in its original order, with `loss, out = train_step(x, y)` where the
+forward computation was. Variants: gradient accumulation (`step()` under an `if`: gradients are
+accumulated in compiled code and applied by a second compiled function exactly where torch
+stepped), GradScaler (dynamic loss scaling, update skipped on overflow), manual SGD updates of
+`p.data` without an optimizer. This pass runs on torch names, before the table-driven pass, which
+then converts what is left inside (layers, losses, ops).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import libcst as cst
+
+from msmigrate.dataflow import backward_slice, names, ordered_reads, writes
+from msmigrate.names import ScopeStack, dotted, module_imports, params_of, taken_names
+
+OPTIMIZER_PREFIX = "torch.optim."
+SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
+GRAD_SCALERS = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler",
+                "torch.amp.grad_scaler.GradScaler"}
+AUTOCASTS = {"torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast",
+             "torch.cpu.amp.autocast", "torch.amp.autocast_mode.autocast"}
+CLIP_NORM = {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+             "torch.nn.utils.clip_grad.clip_grad_norm_"}
+CLIP_VALUE = {"torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_"}
+NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
+
+
+def _call_of(stmt) -> cst.Call | None:
+    """The call of an expression statement `f(...)` or an assignment `x = f(...)`."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, (cst.Expr, cst.Assign)) and isinstance(small.value, cst.Call):
+            return small.value
+    return None
+
+
+def _method_stmt(stmt, method: str) -> cst.Call | None:
+    call = _call_of(stmt)
+    if call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == method:
+        if isinstance(stmt.body[0], cst.Expr):
+            return call
+    return None
+
+
+def _assigned_name(stmt) -> str | None:
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target.value
+    return None
+
+
+class _Names:
+    """Fresh names for generated functions, unique in the file."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+
+    def __call__(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.taken:
+            name, i = f"{base}_{i}", i + 1
+        self.taken.add(name)
+        return name
+
+
+class _Prescan(cst.CSTVisitor):
+    """One cheap pass: the nodes on the way to each `.backward()` call (only those are rebuilt,
+    so everything else keeps its identity and its original position), and which names hold
+    optimizers and grad scalers."""
+
+    def __init__(self, scopes: ScopeStack) -> None:
+        self.scopes = scopes
+        self.stack: list[int] = []
+        self.path: set[int] = set()
+        self.scalers: set[str] = set()
+        self.optimizers: set[str] = set()
+
+    def on_visit(self, node) -> bool:
+        self.stack.append(id(node))
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+            self.path.update(self.stack)
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            q = self.scopes.resolve(node.value.func) or ""
+            for t in node.targets:
+                name = dotted(t.target)
+                if name is None:
+                    continue
+                if q in GRAD_SCALERS:
+                    self.scalers.add(name)
+                elif q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
+                    self.optimizers.add(name)
+        return True
+
+    def on_leave(self, node) -> None:
+        self.stack.pop()
+
+
+class TrainingLoopPass(cst.CSTTransformer):
+    def __init__(self, module: cst.Module, plan, reporter, positions) -> None:
+        super().__init__()
+        self.module = module
+        self.config = module.config_for_parsing
+        self.plan = plan
+        self.reporter = reporter
+        self.positions = positions
+        self.scopes = ScopeStack(module_imports(module))
+        self.fresh = _Names(taken_names(module) | set(self.scopes.stack[0].bindings))
+        self.loops: list[list[cst.CSTNode]] = [[]]     # enclosing loops, per function scope
+        self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
+        self.pending: dict[int, list] = {}             # id(original loop) -> definitions
+        self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
+        scan = _Prescan(ScopeStack(module_imports(module)))
+        module.visit(scan)
+        self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
+        self.autocast = None   # (autocast call, region body) met while building a forward_fn
+
+    def on_visit(self, node) -> bool:
+        return id(node) in self.path and super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        if id(original) not in self.path:
+            return updated
+        return super().on_leave(original, updated)
+
+    # ---- bookkeeping ----------------------------------------------------------------
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.push_function(node)
+        self.loops.append([])
+        self.funcs.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        self.loops.pop()
+        self.funcs.pop()
+        return updated
+
+    def visit_ClassDef(self, node) -> None:
+        self.scopes.push_class(node)
+
+    def leave_ClassDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def visit_For(self, node) -> None:
+        self.loops[-1].append(node)
+
+    def visit_While(self, node) -> None:
+        self.loops[-1].append(node)
+
+    def _leave_loop(self, original, updated):
+        self.loops[-1].pop()
+        defs = self.pending.pop(id(original), None)
+        if defs:
+            self.ready[id(updated)] = defs
+        return updated
+
+    leave_For = _leave_loop
+    leave_While = _leave_loop
+
+    def _q(self, expr) -> str:
+        return self.scopes.resolve(expr) or ""
+
+    def _pos(self, node) -> tuple[int, int]:
+        found = self.positions.get(node)
+        return (found.start.line, found.start.column + 1) if found is not None else (1, 1)
+
+    def _flag(self, stmt, status: str, message: str):
+        line, col = self._pos(stmt)
+        marker = self.reporter.flag(status, message, line, col)
+        existing = {ln.comment.value for ln in stmt.leading_lines if ln.comment is not None}
+        if marker in existing:
+            return stmt
+        return stmt.with_changes(leading_lines=[*stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
+
+    def _stmt(self, code: str):
+        return cst.parse_statement(code, config=self.config)
+
+    def _code(self, node) -> str:
+        return self.module.code_for_node(node)
+
+    def _ref(self, qualname: str) -> str:
+        return self._code(self.plan.ref(qualname))
+
+    # ---- blocks ----------------------------------------------------------------------
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self._block(list(updated.body)))
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self._block(list(updated.body)))
+
+    def _block(self, body: list) -> list:
+        for i, stmt in enumerate(body):
+            if _method_stmt(stmt, "backward") is not None:
+                body = self._rewrite(body, i)
+                break
+        out = []
+        for stmt in body:
+            out.extend(self.ready.pop(id(stmt), ()))
+            out.append(stmt)
+        return out
+
+    # ---- the rewrite -------------------------------------------------------------------
+    def _rewrite(self, body: list, b: int) -> list:
+        backward_stmt = body[b]
+        call = _method_stmt(backward_stmt, "backward")
+        receiver = call.func.value
+        scaler = None
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and \
+                receiver.func.attr.value == "scale" and dotted(receiver.func.value) in self.scalers:
+            scaler = dotted(receiver.func.value)
+            receiver = receiver.args[0].value
+        pre = [s for s in body[:b] if not self._is_zero_grad(s)]
+        post = [s for s in body[b + 1:] if not self._is_zero_grad(s)]
+
+        step = self._find_step(post, scaler)
+        if step is None:
+            body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
+                                 "or parameter update in the same block: rewrite this step by hand "
+                                 "with ms.value_and_grad")
+            return body
+
+        loss_name = receiver.value if isinstance(receiver, cst.Name) else self.fresh("loss")
+        loss_stmt = None
+        if not isinstance(receiver, cst.Name):
+            loss_stmt = self._stmt(f"{loss_name} = {self._code(receiver)}")
+        chosen, free = backward_slice(pre + ([loss_stmt] if loss_stmt else []), {loss_name})
+        if loss_stmt is not None and len(pre) in chosen:
+            chosen.remove(len(pre))
+        slice_stmts = [pre[i] for i in chosen]
+        rest_pre = [s for i, s in enumerate(pre) if i not in chosen]
+        first_slice_at = chosen[0] if chosen else len(pre)
+
+        inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free)
+        outputs = self._outputs(slice_stmts, loss_name, free)
+        names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
+                 "step": self.fresh("train_step")}
+        defs, call_stmt, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
+                                               inputs, outputs, post, scaler)
+        defs = self._mixed_precision() + defs
+        call_stmt = call_stmt.with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
+                                                          else backward_stmt.leading_lines))
+        new_body = rest_pre[:first_slice_at] + [call_stmt] + rest_pre[first_slice_at:] + post
+
+        loop = self.loops[-1][0] if self.loops[-1] else None
+        if loop is not None:
+            self.pending.setdefault(id(loop), []).extend(defs)
+        else:
+            defs[0] = self._flag(defs[0], "review", "the training step is defined inside this "
+                                 "function, so it is compiled again on every call: move the "
+                                 "definitions to where the model and optimizer are created")
+            new_body = defs + new_body
+        return new_body
+
+    def _is_zero_grad(self, stmt) -> bool:
+        if _method_stmt(stmt, "zero_grad") is not None:
+            return True
+        # `for p in model.parameters(): p.grad = None` style resets
+        return False
+
+    def _inputs(self, stmts: list, free: set[str]) -> list[str]:
+        loop = self.loops[-1][0] if self.loops[-1] else None
+        scope = self.funcs[-1]
+        if loop is not None:
+            varying = writes(loop)
+        elif isinstance(scope, cst.FunctionDef):
+            varying = writes(scope.body) | set(params_of(scope.params))
+        else:
+            varying = set()
+        order = []
+        for s in stmts:
+            for n in ordered_reads(s):
+                if n in free and n in varying and n not in order:
+                    order.append(n)
+        return order
+
+    def _outputs(self, slice_stmts: list, loss_name: str, free: set[str]) -> list[str]:
+        scope = self.funcs[-1]
+        total = names(scope.body if isinstance(scope, cst.FunctionDef) else scope)[0]
+        inside = Counter()
+        written: list[str] = []
+        for s in slice_stmts:
+            r, w = names(s)
+            inside += r
+            for n in sorted(w, key=lambda n: self._code(s).find(n)):
+                if n not in written:
+                    written.append(n)
+        outside = total - inside
+        # loop targets are rebound by the loop itself: not carried from one step to the next
+        rebound = set()
+        for loop in self.loops[-1]:
+            if isinstance(loop, cst.For):
+                rebound |= writes(cst.SimpleStatementLine([cst.Expr(loop.target)])) | set(names(loop.target)[0])
+        return [n for n in written if n != loss_name and (outside[n] > 0 or (n in free and n not in rebound))]
+
+    # ---- the optimizer step and what surrounds it -----------------------------------------
+    def _find_step(self, post: list, scaler: str | None):
+        """Scan the statements after backward. Returns a dict describing the update or None."""
+        clips, rest = [], []
+        for i, stmt in enumerate(post):
+            call = _call_of(stmt)
+            if call is not None:
+                q = self._q(call.func)
+                if q in CLIP_NORM or q in CLIP_VALUE:
+                    clips.append(stmt)
+                    continue
+                if isinstance(call.func, cst.Attribute):
+                    recv, meth = dotted(call.func.value), call.func.attr.value
+                    if scaler and recv == scaler and meth == "unscale_":
+                        continue
+                    if scaler and recv == scaler and meth == "step":
+                        opt = self._code(call.args[0].value)
+                        tail = [s for s in post[i + 1:] if not self._is_scaler_update(s, scaler)]
+                        return {"kind": "plain", "optimizer": opt, "clips": clips, "before": rest,
+                                "after": tail}
+                    if meth == "step" and not call.args and self._is_optimizer(recv):
+                        return {"kind": "plain", "optimizer": recv, "clips": clips, "before": rest,
+                                "after": post[i + 1:]}
+            if isinstance(stmt, cst.If):
+                inner = self._find_step(list(stmt.body.body), scaler)
+                if inner is not None and inner["kind"] == "plain" and not scaler:
+                    inner_after = [s for s in inner["after"] if not self._is_zero_grad(s)]
+                    return {"kind": "accumulate", "optimizer": inner["optimizer"],
+                            "clips": clips + inner["clips"], "before": rest, "if": stmt,
+                            "if_before": inner["before"], "if_after": inner_after,
+                            "after": post[i + 1:]}
+            manual = self._manual_update(stmt)
+            if manual is not None:
+                return {"kind": "manual", "clips": clips, "before": rest, "after": post[i + 1:], **manual}
+            rest.append(stmt)
+        return None
+
+    def _is_optimizer(self, name: str | None) -> bool:
+        if name is None:
+            return False
+        if name in self.optimizers:
+            return True
+        # an optimizer passed in as an argument: anything named like one, not a scheduler
+        leaf = name.rsplit(".", 1)[-1].lower()
+        return ("optim" in leaf or leaf in ("opt", "optimiser")) and "sched" not in leaf
+
+    def _is_scaler_update(self, stmt, scaler: str) -> bool:
+        call = _method_stmt(stmt, "update")
+        return call is not None and dotted(call.func.value) == scaler
+
+    def _manual_update(self, stmt):
+        """`for p in model.parameters(): p.data -= lr * p.grad` (optionally under no_grad)."""
+        if isinstance(stmt, cst.With) and all(self._q(i.item.func if isinstance(i.item, cst.Call) else i.item) in NO_GRAD
+                                              for i in stmt.items):
+            inner = list(stmt.body.body)
+            return self._manual_update(inner[0]) if len(inner) == 1 else None
+        if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call)
+                and isinstance(stmt.iter.func, cst.Attribute) and stmt.iter.func.attr.value == "parameters"):
+            return None
+        if ".grad" not in self._code(stmt.body):
+            return None
+        return {"param": stmt.target.value, "model": self._code(stmt.iter.func.value), "loop": stmt}
+
+    # ---- code generation -----------------------------------------------------------------
+    def _generate(self, step, names, slice_stmts, loss_stmt, loss_name, inputs, outputs, post, scaler):
+        ms_ = lambda q: self._ref(q)  # noqa: E731
+        args = ", ".join(inputs)
+        rets = [loss_name, *outputs]
+        aux = bool(outputs) or scaler is not None
+        fwd_ret = ", ".join(([f"{scaler}.scale({loss_name})"] if scaler else []) + rets)
+        forward = self._stmt(f"def {names['forward']}({args}):\n    return {fwd_ret}\n")
+        body_stmts = [inner for s in slice_stmts for inner in self._strip_autocast(s)]
+        body_stmts += [loss_stmt] if loss_stmt else []
+        forward = forward.with_changes(body=forward.body.with_changes(body=[*body_stmts, *forward.body.body]))
+
+        if step["kind"] == "manual":
+            params = self.fresh("params")
+            param_src = f"{ms_('mindspore.ParameterTuple')}({step['model']}.trainable_params())"
+            params_def = [self._stmt(f"{params} = {param_src}")]
+            wrt = params
+        else:
+            params_def = []
+            wrt = f"{step['optimizer']}.parameters"
+        grad = self._stmt(f"{names['grad']} = {ms_('mindspore.value_and_grad')}({names['forward']}, None, "
+                          f"{wrt}{', has_aux=True' if aux else ''})")
+
+        unpack = ", ".join(([ "_"] if scaler else []) + rets)
+        lines = [f"({unpack}), grads = {names['grad']}({args})" if aux else f"{loss_name}, grads = {names['grad']}({args})"]
+        extra_returns: list[str] = []
+        clip_lines, norm_names = self._clip_lines(step["clips"])
+        if scaler:
+            lines.append(f"grads = {scaler}.unscale(grads)")
+            lines.append(f"is_finite = {ms_('mindspore.amp.all_finite')}(grads)")
+            lines.append("if is_finite:")
+            lines += ["    " + c for c in clip_lines]
+            lines.append(f"    {step['optimizer']}(grads)")
+            lines.append(f"{scaler}.adjust(is_finite)")
+            if norm_names:
+                lines = [lines[0], *[f"{n} = {ms_('mindspore.ops.zeros')}(())" for n in norm_names], *lines[1:]]
+            extra_returns = norm_names
+        elif step["kind"] == "plain":
+            lines += clip_lines
+            lines.append(f"{step['optimizer']}(grads)")
+            extra_returns = norm_names
+        elif step["kind"] == "manual":
+            lines += clip_lines
+            update = self._manual_body(step)
+            lines.append(f"for {step['param']}, grad in zip({params}, grads):")
+            lines += ["    " + u for u in update]
+            extra_returns = norm_names
+        ret = ", ".join(rets + extra_returns)
+
+        defs = [*params_def, forward, grad]
+        if step["kind"] == "accumulate":
+            accum = self.fresh("accum_grads")
+            apply = self.fresh("apply_grads")
+            defs.insert(len(params_def), self._stmt(
+                f'{accum} = {step["optimizer"]}.parameters.clone(prefix="{accum}", init="zeros")'))
+            lines.append(f"for acc, grad in zip({accum}, grads):")
+            lines.append(f"    {ms_('mindspore.ops.assign_add')}(acc, grad)")
+            apply_lines = ["grads = tuple(" + accum + ")", *clip_lines, f"{step['optimizer']}(grads)",
+                           f"for acc in {accum}:",
+                           f"    {ms_('mindspore.ops.assign')}(acc, {ms_('mindspore.ops.zeros_like')}(acc))",
+                           "return " + (", ".join(norm_names) if norm_names else "True")]
+            defs.append(self._jit_def(apply, "", apply_lines))
+        at = defs.index(grad) + 1
+        defs.insert(at, self._jit_def(names["step"], args, lines + [f"return {ret}"]))
+        defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
+
+        targets = ", ".join(rets + (extra_returns if step["kind"] != "accumulate" else []))
+        call_stmt = self._stmt(f"{targets} = {names['step']}({args})")
+        new_post = list(step["before"])
+        if step["kind"] == "accumulate":
+            if_stmt = step["if"]
+            apply_call = self._stmt(f"{', '.join(norm_names) + ' = ' if norm_names else ''}{apply}()")
+            new_if_body = [*step["if_before"], apply_call, *step["if_after"]]
+            new_post.append(if_stmt.with_changes(body=if_stmt.body.with_changes(body=new_if_body)))
+        new_post += step["after"]
+        return defs, call_stmt, new_post
+
+    def _jit_def(self, name: str, args: str, lines: list[str]):
+        code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
+        return self._stmt(code)
+
+    def _clip_lines(self, clips: list) -> tuple[list[str], list[str]]:
+        out, norms = [], []
+        for stmt in clips:
+            call = _call_of(stmt)
+            q = self._q(call.func)
+            args = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(call.args)}
+            if q in CLIP_NORM:
+                max_norm = self._code(args.get(1, args.get("max_norm")))
+                norm_type = args.get(2, args.get("norm_type"))
+                if norm_type is not None and self._code(norm_type) not in ("2", "2.0"):
+                    out.append(f"# msmigrate: MSC105 clip_grad_norm_ norm_type={self._code(norm_type)} "
+                               f"is clipped with the L2 norm here")
+                target = _assigned_name(stmt)
+                if target:
+                    norms.append(target)
+                    out.append(f"{target} = {self._ref('mindspore.ops.sqrt')}(sum("
+                               f"{self._ref('mindspore.ops.sum')}({self._ref('mindspore.ops.square')}(g)) for g in grads))")
+                out.append(f"grads = {self._ref('mindspore.ops.clip_by_global_norm')}(grads, {max_norm})")
+            else:
+                clip = self._code(args.get(1, args.get("clip_value")))
+                out.append(f"grads = {self._ref('mindspore.ops.clip_by_value')}(grads, -({clip}), {clip})")
+        return out, norms
+
+    def _manual_body(self, step) -> list[str]:
+        """Rewrite the update loop body with `grad` for `p.grad` and MindSpore assignments."""
+        p = step["param"]
+        ops = lambda n: self._ref(f"mindspore.ops.{n}")  # noqa: E731
+        lines = []
+        for stmt in step["loop"].body.body:
+            code = self._code(stmt).strip()
+            code = code.replace(f"{p}.grad.data", "grad").replace(f"{p}.grad", "grad").replace(f"{p}.data", p)
+            small = cst.parse_statement(code).body[0] if not code.startswith(("if", "for", "with")) else None
+            if isinstance(small, cst.AugAssign) and self._code(small.target) == p:
+                op = {"-=": "assign_sub", "+=": "assign_add"}.get(self._code(small.operator).strip())
+                if op:
+                    lines.append(f"{ops(op)}({p}, {self._code(small.value)})")
+                    continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+                    isinstance(small.value.func, cst.Attribute) and self._code(small.value.func.value) == p:
+                meth = small.value.func.attr.value
+                cargs = {a.keyword.value if a.keyword else i: self._code(a.value) for i, a in enumerate(small.value.args)}
+                if meth in ("add_", "sub_") and 0 in cargs:
+                    alpha = cargs.get("alpha")
+                    value = f"({alpha}) * {cargs[0]}" if alpha else cargs[0]
+                    lines.append(f"{ops('assign_add' if meth == 'add_' else 'assign_sub')}({p}, {value})")
+                    continue
+                if meth == "copy_" and 0 in cargs:
+                    lines.append(f"{ops('assign')}({p}, {cargs[0]})")
+                    continue
+            if isinstance(small, cst.Assign) and self._code(small.targets[0].target) == p:
+                lines.append(f"{ops('assign')}({p}, {self._code(small.value)})")
+                continue
+            if "grad" in code and ("zero_" in code or "= None" in code):
+                continue
+            lines.append(f"# msmigrate: MSC102 update not converted: {code.splitlines()[0]}")
+        return lines or ["pass"]
+
+    def _strip_autocast(self, stmt):
+        """`with autocast(...):` inside the forward computation: MindSpore applies mixed
+        precision to the network (`amp.auto_mixed_precision`), so the region goes and the model
+        called first inside it is cast once, before the training step is defined."""
+        if isinstance(stmt, cst.With):
+            casts = [i for i in stmt.items if isinstance(i.item, cst.Call) and self._q(i.item.func) in AUTOCASTS]
+            if casts and len(casts) == len(stmt.items):
+                self.autocast = (casts[0].item, list(stmt.body.body))
+                return list(stmt.body.body)
+        return [stmt]
+
+    def _mixed_precision(self) -> list:
+        """`net = amp.auto_mixed_precision(net, 'O1', dtype=...)` for the autocast region seen."""
+        if self.autocast is None:
+            return []
+        call, body = self.autocast
+        self.autocast = None
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        pos = [a.value for a in call.args if a.keyword is None]
+        q = self._q(call.func)
+        if q == "torch.autocast" or q.startswith("torch.amp."):
+            device = pos[0] if pos else kw.get("device_type")
+            enabled = kw.get("enabled", pos[2] if len(pos) > 2 else None)
+            dtype = kw.get("dtype", pos[1] if len(pos) > 1 else None)
+        else:  # torch.cuda.amp.autocast(enabled=True, dtype=torch.float16)
+            device = None
+            enabled = kw.get("enabled", pos[0] if pos else None)
+            dtype = kw.get("dtype", pos[1] if len(pos) > 1 else None)
+        if dtype is not None:
+            dtype_q = self._q(dtype)
+        else:
+            on_cpu = device is not None and "cpu" in self._code(device)
+            dtype_q = "torch.bfloat16" if on_cpu else "torch.float16"
+        ms_dtype = {"torch.float16": "float16", "torch.half": "float16",
+                    "torch.bfloat16": "bfloat16"}.get(dtype_q, "float16")
+        net = None
+        for stmt in body:
+            call_ = _call_of(stmt)
+            if call_ is not None and dotted(call_.func) and not self._q(call_.func):
+                net = dotted(call_.func)
+                break
+        if net is None:
+            return []
+        cast = (f"{net} = {self._ref('mindspore.amp.auto_mixed_precision')}({net}, 'O1', "
+                f"dtype={self._ref('mindspore.' + ms_dtype)})")
+        if enabled is not None and self._code(enabled) in ("False", "0"):
+            return []
+        if enabled is not None and self._code(enabled) not in ("True", "1"):
+            cast = f"if {self._code(enabled)}:\n    {cast}\n"
+        stmt = self._stmt(cast)
+        if ms_dtype == "bfloat16":
+            stmt = self._flag(stmt, "review", "bfloat16 mixed precision has no CPU kernels in "
+                              "MindSpore 2.10: use float16 on CPU")
+        return [stmt]

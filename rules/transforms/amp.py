@@ -1,0 +1,41 @@
+"""GradScaler -> mindspore.amp loss scalers; autocast regions."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import kwarg
+
+
+def grad_scaler(site):
+    """GradScaler(init_scale=2**16, growth_factor=2, backoff_factor=0.5, growth_interval=2000).
+    MindSpore's DynamicLossScaler has a single factor: it grows by it and backs off by 1/it."""
+    try:
+        growth = site.literal("growth_factor", 2.0)
+        backoff = site.literal("backoff_factor", 0.5)
+        if growth * backoff != 1:
+            site.flag("MSC105", f"GradScaler growth_factor={growth} with backoff_factor={backoff}: "
+                                f"MindSpore backs off by 1/{growth}")
+    except (ValueError, TypeError):
+        site.flag("review", "GradScaler factors are not literals: MindSpore backs off by 1/growth_factor")
+    args = [kwarg("scale_value", site.arg("init_scale", cst.parse_expression("2.0 ** 16"))),
+            kwarg("scale_factor", site.arg("growth_factor", cst.Integer("2"))),
+            kwarg("scale_window", site.arg("growth_interval", cst.Integer("2000")))]
+    dynamic = cst.Call(func=site.ref("mindspore.amp.DynamicLossScaler"), args=args)
+    enabled = site.arg("enabled")
+    if enabled is None:
+        return dynamic
+    static = site.expr("{S}(1.0)", S="@mindspore.amp.StaticLossScaler")
+    try:
+        on = site.literal("enabled")
+    except ValueError:
+        # a disabled GradScaler is the identity; StaticLossScaler(1.0) scales by 1 (the compiled
+        # step still skips updates whose gradients are not finite)
+        return site.expr("{d} if {e} else {s}", d=dynamic, e=enabled, s=static)
+    return dynamic if on else static
+
+
+def autocast_region(site):
+    """Outside a training step the region cannot be kept: mixed precision in MindSpore is a
+    property of the network (auto_mixed_precision), so the `with` goes and the line is flagged."""
+    site.flag("review", site.record.note)
+    return site.REMOVED
