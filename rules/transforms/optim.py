@@ -1,0 +1,174 @@
+"""Optimizers and LR schedulers: parameter arguments, torch Adam, OneCycleLR, momentum cycling."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.names import dotted
+
+
+class _TrainableParams(cst.CSTTransformer):
+    """`m.get_parameters()` (module.toml's rewrite of `m.parameters()`) -> `m.trainable_params()`:
+    eoptim must only see trainable parameters (BN statistics are Parameters too)."""
+
+    def leave_Call(self, original, updated):
+        func = updated.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "get_parameters" and not updated.args:
+            return updated.with_changes(func=func.with_changes(attr=cst.Name("trainable_params")))
+        return updated
+
+
+def trainable_params(value: cst.BaseExpression, site):
+    """The optimizer's `params`: a parameter iterable or a list of param-group dicts."""
+    return value.visit(_TrainableParams())
+
+
+def _assigned_name(site) -> str | None:
+    """`name` when the statement being converted is `name = <this call>`."""
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        assign = stmt.body[0]
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Call):
+            return dotted(assign.targets[0].target)
+    return None
+
+
+def _param_groups_usage(site) -> None:
+    """eoptim keeps each group's lr as a Parameter: a read gives a Parameter, not a float."""
+    name = _assigned_name(site)
+    if name is None:
+        return
+    code = site.rw.module.code
+    if re.search(rf"(?<![\w.]){re.escape(name)}\.param_groups\b", code):
+        site.flag("review", f"{site.qualname}: {name}.param_groups[i]['lr'] is a MindSpore Parameter in "
+                            f"eoptim: read it as float({name}.param_groups[i]['lr']); assigning a Python "
+                            f"float to it still sets the lr")
+
+
+def optimizer(site):
+    _param_groups_usage(site)
+    return site.call(site.record.target)
+
+
+def sgd(site):
+    """eoptim.SGD has no default lr (torch: 0.001). Not a `pin`: lr is often positional."""
+    _param_groups_usage(site)
+    args = site.standard_args()
+    if not site.has("lr"):
+        args.append(kwarg("lr", cst.Float("0.001")))
+    return site.call(site.record.target, args)
+
+
+def _is_zero(node) -> bool:
+    try:
+        return float(literal_value(node)) == 0.0
+    except (ValueError, TypeError):
+        return False
+
+
+def adam(site):
+    """torch Adam == eoptim.AdamW(weight_decay=0.0) (eoptim.Adam scales eps by the bias
+    correction). torch's weight_decay in Adam is an L2 term added to the gradient (unless
+    decoupled_weight_decay=True, which is AdamW)."""
+    _param_groups_usage(site)
+    target = site.record.target
+    wd = site.arg("weight_decay")
+    decoupled = site.arg("decoupled_weight_decay")
+    try:
+        decoupled_value = site.literal("decoupled_weight_decay", False)
+    except ValueError:
+        raise Unconvertible("decoupled_weight_decay= is not a literal: Adam (L2) or AdamW (decoupled)?",
+                            "manual") from None
+    args = site.standard_args(skip=("weight_decay",))
+    if decoupled is not None and decoupled_value:
+        args.append(kwarg("weight_decay", wd if wd is not None else cst.Float("0.0")))
+        return site.call(target, args)
+    args.append(kwarg("weight_decay", cst.Float("0.0")))
+    if wd is not None and not _is_zero(wd):
+        w = site.code(wd)
+        site.flag("review", f"{site.qualname}: weight_decay={w} is an L2 term in torch Adam (added to the "
+                            f"gradient), not AdamW's decoupled decay; converted with weight_decay=0.0: add it "
+                            f"before the update: grads = tuple(g + {w} * p for g, p in "
+                            f"zip(grads, optimizer.parameters))")
+    return site.call(target, args)
+
+
+def cyclic_lr(site):
+    """eoptim CyclicLR cycles the lr only; torch also cycles momentum unless told not to."""
+    try:
+        cycle = site.literal("cycle_momentum", True)
+    except ValueError:
+        cycle = True
+    if cycle is not False:
+        site.flag("review", f"{site.qualname}: torch also cycles the optimizer's momentum "
+                            f"(cycle_momentum=True by default); MindSpore's CyclicLR keeps it constant")
+    return site.call(site.record.target)
+
+
+_ONE_CYCLE_DEF = '''
+def {name}(step, total_steps={total}, pct_start={pct}, anneal_strategy={anneal},
+                     div_factor={div}, final_div_factor={final_div}, three_phase={three}):
+    """torch OneCycleLR's learning rate at `step`, as a fraction of max_lr."""
+    step = float(step)
+    initial = 1.0 / div_factor
+    phases = [(float(pct_start * total_steps) - 1, initial, 1.0)]
+    if three_phase:
+        phases.append((float(2 * pct_start * total_steps) - 2, 1.0, initial))
+    phases.append((total_steps - 1.0, phases[-1][2], initial / final_div_factor))
+    start_step = 0.0
+    for i, (end_step, start, end) in enumerate(phases):
+        if step <= end_step or i == len(phases) - 1:
+            pct = (step - start_step) / (end_step - start_step)
+            if anneal_strategy == "linear":
+                return (end - start) * pct + start
+            return end + (start - end) / 2.0 * ({cos}({pi} * pct) + 1)
+        start_step = end_step
+'''
+
+
+def one_cycle_lr(site):
+    """OneCycleLR is missing in MindSpore 2.10: LambdaLR over torch's formula, with every group's
+    lr set to max_lr first (LambdaLR scales the lr the optimizer starts from)."""
+    opt, max_lr = site.arg("optimizer"), site.arg("max_lr")
+    if opt is None or max_lr is None:
+        raise Unconvertible("OneCycleLR without optimizer and max_lr", "manual")
+    if isinstance(max_lr, (cst.List, cst.Tuple)):
+        raise Unconvertible("a per-group max_lr list: convert to one LambdaLR per group by hand", "manual")
+    total = site.arg("total_steps")
+    if total is None or (isinstance(total, cst.Name) and total.value == "None"):
+        epochs, per_epoch = site.arg("epochs"), site.arg("steps_per_epoch")
+        if epochs is None or per_epoch is None:
+            raise Unconvertible("OneCycleLR needs total_steps or epochs and steps_per_epoch", "manual")
+        total = site.expr("{e} * {s}", e=epochs, s=per_epoch)
+    if site.has("last_epoch") and site.code(site.arg("last_epoch")) != "-1":
+        raise Unconvertible("resuming OneCycleLR (last_epoch=) needs initial_lr set by hand", "manual")
+    try:
+        cycle = site.literal("cycle_momentum", True)
+    except ValueError:
+        cycle = True
+    if cycle is not False:
+        site.flag("review", f"{site.qualname}: torch OneCycleLR also cycles momentum/beta1 between "
+                            f"{site.code(site.arg('max_momentum', cst.Float('0.95')))} and "
+                            f"{site.code(site.arg('base_momentum', cst.Float('0.85')))} by default; the "
+                            f"LambdaLR that replaces it keeps momentum constant (parity: cycle_momentum=False)")
+    nodes = dict(
+        total=total,
+        pct=site.arg("pct_start", cst.Float("0.3")),
+        anneal=site.arg("anneal_strategy", cst.SimpleString('"cos"')),
+        div=site.arg("div_factor", cst.Float("25.0")),
+        final_div=site.arg("final_div_factor", cst.Float("1e4")),
+        three=site.arg("three_phase", cst.Name("False")),
+        cos=site.ref("math.cos"), pi=site.ref("math.pi"),
+    )
+    target = _assigned_name(site)
+    name = f"{target.rsplit('.', 1)[-1]}_factor" if target else "one_cycle_factor"
+    fdef = site.stmt(_ONE_CYCLE_DEF.strip("\n").replace("{name}", name), **nodes)
+    site.before(fdef.with_changes(leading_lines=[cst.EmptyLine()]))
+    site.before(site.stmt(
+        "for group in {opt}.param_groups:  # OneCycleLR schedules relative to max_lr\n"
+        "    group['lr'].set_data({T}({m}, {f32}))\n",
+        opt=opt, m=max_lr, T=site.ref("mindspore.Tensor"), f32=site.ref("mindspore.float32")))
+    return site.expr("{L}({opt}, " + name + ")",
+                     L=site.ref("mindspore.experimental.optim.lr_scheduler.LambdaLR"), opt=opt)
