@@ -381,7 +381,7 @@ class Rewriter(cst.CSTTransformer):
         self.conversions = reporter.conversions
         self.frames: list[_Frame] = []
         self.pos_stack: list[tuple[int, int]] = []
-        self.skip: set[int] = set()           # ids of nodes handled by an enclosing node
+        self.skip: set[int] = set(plan.generated)  # ids of nodes handled elsewhere
         self.replace: dict[int, cst.CSTNode] = {}
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
@@ -638,6 +638,8 @@ class Rewriter(cst.CSTTransformer):
             self.pos_stack.pop()
 
     def _convert_call(self, original: cst.Call, updated: cst.Call):
+        if id(original.func) in self.imports.generated:
+            return updated
         q = self.scopes.resolve(original.func)
         if is_source(q):
             rec = self.table.lookup(q)

@@ -37,6 +37,7 @@ class ImportPlan:
         self.existing = existing  # module-level bindings already in the file: name -> qualname
         self.taken = taken        # names the file uses for its own things
         self.needed: dict[str, str] = {}  # bound name -> import statement code
+        self.generated: set[int] = set()  # ids of reference nodes made by structural passes
 
     def _usable(self, bound: str, module: str) -> bool:
         if self.existing.get(bound) == module:

@@ -42,6 +42,10 @@ CLIP_NORM = {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
              "torch.nn.utils.clip_grad.clip_grad_norm_"}
 CLIP_VALUE = {"torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_"}
 NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
+DATA_PARALLEL = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                 "torch.nn.parallel.distributed.DistributedDataParallel"}
+_BUILTINS = {"tuple", "list", "len", "int", "float", "range", "zip", "enumerate", "min", "max", "abs",
+             "round", "sum", "map", "isinstance"}
 
 
 def _call_of(stmt) -> cst.Call | None:
@@ -66,6 +70,26 @@ def _assigned_name(stmt) -> str | None:
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
         return small.targets[0].target.value
     return None
+
+
+class _PlaceRefs(cst.CSTTransformer):
+    def __init__(self, refs: list[str], plan) -> None:
+        self.refs, self.plan = refs, plan
+
+    def leave_Name(self, original, updated):
+        if updated.value.startswith("__msref_"):
+            ref = self.plan.ref(self.refs[int(updated.value[8:-2])])
+            self.plan.generated.update(_node_ids(ref))
+            return ref
+        return updated
+
+
+def _node_ids(node) -> set[int]:
+    out = {id(node)}
+    while isinstance(node, cst.Attribute):
+        node = node.value
+        out.add(id(node))
+    return out
 
 
 class _Names:
@@ -93,9 +117,12 @@ class _Prescan(cst.CSTVisitor):
         self.path: set[int] = set()
         self.scalers: set[str] = set()
         self.optimizers: set[str] = set()
+        self.data_parallel = False
 
     def on_visit(self, node) -> bool:
         self.stack.append(id(node))
+        if isinstance(node, cst.Call) and self.scopes.resolve(node.func) in DATA_PARALLEL:
+            self.data_parallel = True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
             self.path.update(self.stack)
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
@@ -131,7 +158,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         scan = _Prescan(ScopeStack(module_imports(module)))
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
+        self.data_parallel = scan.data_parallel
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
+        self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
 
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
@@ -192,13 +221,17 @@ class TrainingLoopPass(cst.CSTTransformer):
         return stmt.with_changes(leading_lines=[*stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
 
     def _stmt(self, code: str):
-        return cst.parse_statement(code, config=self.config)
+        """Parse generated code; `__msref_N__` placeholders become MindSpore references that
+        the table-driven pass leaves alone (their short names may still mean torch there)."""
+        stmt = cst.parse_statement(code, config=self.config)
+        return stmt.visit(_PlaceRefs(self.refs, self.plan)) if "__msref_" in code else stmt
 
     def _code(self, node) -> str:
         return self.module.code_for_node(node)
 
     def _ref(self, qualname: str) -> str:
-        return self._code(self.plan.ref(qualname))
+        self.refs.append(qualname)
+        return f"__msref_{len(self.refs) - 1}__"
 
     # ---- blocks ----------------------------------------------------------------------
     def leave_IndentedBlock(self, original, updated):
@@ -245,6 +278,11 @@ class TrainingLoopPass(cst.CSTTransformer):
         chosen, free = backward_slice(pre + ([loss_stmt] if loss_stmt else []), {loss_name})
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
+        while chosen and self._prepares_data(pre[chosen[0]]):
+            chosen.pop(0)   # stays outside: the compiled step takes the batch as tensors
+        if chosen:
+            free = backward_slice([pre[i] for i in chosen] + ([loss_stmt] if loss_stmt else []),
+                                  {loss_name})[1]
         slice_stmts = [pre[i] for i in chosen]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen]
         first_slice_at = chosen[0] if chosen else len(pre)
@@ -269,6 +307,35 @@ class TrainingLoopPass(cst.CSTTransformer):
                                  "definitions to where the model and optimizer are created")
             new_body = defs + new_body
         return new_body
+
+    def _prepares_data(self, stmt) -> bool:
+        """A statement that only moves or slices data: no call but builtins, torch functions
+        and methods of the loop's own values (`x.to(device)`, `X[i:i + 16]`, `h.detach()`)."""
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        loop = self.loops[-1][0] if self.loops[-1] else None
+        varying = writes(loop) if loop is not None else set()
+
+        class _Calls(cst.CSTVisitor):
+            ok = True
+
+            def visit_Call(v, node: cst.Call) -> None:
+                func = node.func
+                if isinstance(func, cst.Name) and func.value in _BUILTINS:
+                    return
+                if self._q(func).startswith("torch.") and not self._q(func).startswith("torch.nn."):
+                    return
+                if isinstance(func, cst.Attribute):
+                    root = func.value
+                    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+                        root = root.value if not isinstance(root, cst.Call) else root.func
+                    if isinstance(root, cst.Name) and root.value in varying:
+                        return
+                v.ok = False
+
+        visitor = _Calls()
+        stmt.visit(visitor)
+        return visitor.ok
 
     def _is_zero_grad(self, stmt) -> bool:
         if _method_stmt(stmt, "zero_grad") is not None:
@@ -397,8 +464,12 @@ class TrainingLoopPass(cst.CSTTransformer):
         grad = self._stmt(f"{names['grad']} = {ms_('mindspore.value_and_grad')}({names['forward']}, None, "
                           f"{wrt}{', has_aux=True' if aux else ''})")
 
-        unpack = ", ".join(([ "_"] if scaler else []) + rets)
+        unpack = ", ".join((["_"] if scaler else []) + rets)
         lines = [f"({unpack}), grads = {names['grad']}({args})" if aux else f"{loss_name}, grads = {names['grad']}({args})"]
+        if self.data_parallel:   # DDP's gradient all-reduce (mean), before clipping as in torch
+            reducer = self.fresh("grad_reducer")
+            params_def.append(self._stmt(f"{reducer} = {ms_('mindspore.nn.DistributedGradReducer')}({wrt}, mean=True)"))
+            lines.append(f"grads = {reducer}(grads)")
         extra_returns: list[str] = []
         clip_lines, norm_names = self._clip_lines(step["clips"])
         if scaler:
