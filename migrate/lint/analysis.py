@@ -38,6 +38,17 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+def target_names(target: ast.AST) -> list[str]:
+    """Names an assignment target binds (not those inside `a[i] = ` or `a.b = `)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in target_names(e)]
+    if isinstance(target, ast.Starred):
+        return target_names(target.value)
+    return []
+
+
 @dataclass
 class GraphFunction:
     """A function MindSpore compiles: an entry point (construct, @jit, grad target) or a callee."""
@@ -355,12 +366,11 @@ class FileModel:
         if isinstance(node, ast.AugAssign):
             tensor = tensor or (isinstance(node.target, ast.Name) and node.target.id in g.tensors)
         for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name):
-                    if not isinstance(node, ast.comprehension):
-                        g.assigned.setdefault(n.id, []).append(getattr(node, "lineno", 0))
-                    if tensor:
-                        g.tensors.add(n.id)
+            for name in target_names(t):
+                if not isinstance(node, ast.comprehension):
+                    g.assigned.setdefault(name, []).append(getattr(node, "lineno", 0))
+                if tensor:
+                    g.tensors.add(name)
 
     def _find_callees(self, g: GraphFunction) -> None:
         cls_name = g.cls.name if g.cls is not None else None
