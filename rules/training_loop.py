@@ -284,11 +284,17 @@ class TrainingLoopPass(cst.CSTTransformer):
             free = backward_slice([pre[i] for i in chosen] + ([loss_stmt] if loss_stmt else []),
                                   {loss_name})[1]
         slice_stmts = [pre[i] for i in chosen]
+        hoisted = []
+        if loss_stmt is None:
+            slice_stmts, hoisted = self._hoist_indexing(slice_stmts, free)
+            if hoisted:
+                free = backward_slice(slice_stmts, {loss_name})[1]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen]
         first_slice_at = chosen[0] if chosen else len(pre)
 
-        inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free)
-        outputs = self._outputs(slice_stmts, loss_name, free)
+        inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
+                              set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+        outputs = self._outputs(slice_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
         defs, call_stmt, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
@@ -296,10 +302,18 @@ class TrainingLoopPass(cst.CSTTransformer):
         defs = self._mixed_precision() + defs
         call_stmt = call_stmt.with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
                                                           else backward_stmt.leading_lines))
-        new_body = rest_pre[:first_slice_at] + [call_stmt] + rest_pre[first_slice_at:] + post
+        new_body = rest_pre[:first_slice_at] + hoisted + [call_stmt] + rest_pre[first_slice_at:] + post
 
         loop = self.loops[-1][0] if self.loops[-1] else None
-        if loop is not None:
+        scope = self.funcs[-1]
+        if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
+            # a method: build the compiled step once per object, not on every call
+            defs = self._cached_on_self(defs, names["step"])
+            if loop is not None:
+                self.pending.setdefault(id(loop), []).extend(defs)
+            else:
+                new_body = defs + new_body
+        elif loop is not None:
             self.pending.setdefault(id(loop), []).extend(defs)
         else:
             defs[0] = self._flag(defs[0], "review", "the training step is defined inside this "
@@ -307,6 +321,48 @@ class TrainingLoopPass(cst.CSTTransformer):
                                  "definitions to where the model and optimizer are created")
             new_body = defs + new_body
         return new_body
+
+    def _loop_indices(self) -> set[str]:
+        """Names that hold Python ints in the enclosing loops: `for i in range(...)` and the
+        counter of `for i, batch in enumerate(...)`."""
+        out = set()
+        for loop in self.loops[-1]:
+            if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+                continue
+            fn = dotted(loop.iter.func)
+            if fn == "range" and isinstance(loop.target, cst.Name):
+                out.add(loop.target.value)
+            elif fn == "enumerate" and isinstance(loop.target, cst.Tuple) and \
+                    isinstance(loop.target.elements[0].value, cst.Name):
+                out.add(loop.target.elements[0].value.value)
+        return out
+
+    def _hoist_indexing(self, stmts: list, free: set[str]) -> tuple[list, list]:
+        """`Y[i:i + 8]` inside the loss, with `i` a loop integer: computed before the step and
+        passed in as a tensor, so the step is not compiled again for every value of `i`."""
+        indices = self._loop_indices() & free
+        if not indices:
+            return stmts, []
+        written = set().union(*(writes(s) for s in stmts)) if stmts else set()
+        hoisted: dict[str, tuple[str, str]] = {}   # code -> (name, code)
+
+        outer = self
+
+        class _Hoist(cst.CSTTransformer):
+            def leave_Subscript(self, original, updated):
+                base = updated.value
+                used = set(names(updated.slice[0] if len(updated.slice) == 1 else updated)[0]) \
+                    if isinstance(base, cst.Name) else {None}
+                if not isinstance(base, cst.Name) or base.value in written or not used or \
+                        not used <= indices | set(_BUILTINS):
+                    return updated
+                code = outer._code(updated)
+                if code not in hoisted:
+                    hoisted[code] = (outer.fresh(f"{base.value.lower()}_batch"), code)
+                return cst.Name(hoisted[code][0])
+
+        new = [s.visit(_Hoist()) for s in stmts]
+        return new, [self._stmt(f"{name} = {code}") for name, code in hoisted.values()]
 
     def _prepares_data(self, stmt) -> bool:
         """A statement that only moves or slices data: no call but builtins, torch functions
@@ -337,21 +393,38 @@ class TrainingLoopPass(cst.CSTTransformer):
         stmt.visit(visitor)
         return visitor.ok
 
+    def _captures_only_self(self, scope: cst.FunctionDef, captured: set[str]) -> bool:
+        params = params_of(scope.params)
+        if not params or params[0] != "self":
+            return False
+        local = (writes(scope.body) | set(params)) - {"self"}
+        return not (captured & local)
+
+    def _cached_on_self(self, defs: list, step: str) -> list:
+        """Wrap the definitions in `if not hasattr(self, '_<step>'):` and bind the step."""
+        attr = f"_msmigrate_{step}"
+        guard = self._stmt(f"if not hasattr(self, {attr!r}):\n    pass\n")
+        body = [d.with_changes(leading_lines=[]) if i == 0 else d for i, d in enumerate(defs)]
+        body.append(self._stmt(f"self.{attr} = {step}"))
+        guard = guard.with_changes(body=guard.body.with_changes(body=body),
+                                   leading_lines=[cst.EmptyLine(indent=False)])
+        return [guard, self._stmt(f"{step} = self.{attr}")]
+
     def _is_zero_grad(self, stmt) -> bool:
         if _method_stmt(stmt, "zero_grad") is not None:
             return True
         # `for p in model.parameters(): p.grad = None` style resets
         return False
 
-    def _inputs(self, stmts: list, free: set[str]) -> list[str]:
+    def _inputs(self, stmts: list, free: set[str], extra: set[str]) -> list[str]:
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
         if loop is not None:
-            varying = writes(loop)
+            varying = writes(loop) | extra
         elif isinstance(scope, cst.FunctionDef):
-            varying = writes(scope.body) | set(params_of(scope.params))
+            varying = writes(scope.body) | set(params_of(scope.params)) | extra
         else:
-            varying = set()
+            varying = set(extra)
         order = []
         for s in stmts:
             for n in ordered_reads(s):
