@@ -1,0 +1,121 @@
+import ast
+
+from msmigrate.lint.rule import Rule
+
+
+class JitOrCellPerCall(Rule):
+    """Flags `ms.jit(...)` wrappers and Cells created anew for every call.
+
+    ## What it does
+    Finds `ms.jit(fn)` inside a loop or called immediately (`ms.jit(fn)(x)`) inside a function,
+    and Cells constructed inside a loop and called in that loop (or `Net()(x)` in a function).
+
+    ## Why is this bad?
+    Compiled graphs are cached per jit object and per Cell instance. A new one compiles again
+    on every call (4 compiles in 4 calls observed). For Cells MindSpore only logs this at INFO.
+
+    ## Example
+    ```python
+    for x in batches:
+        net = Net()
+        y = net(x)
+    ```
+
+    ## Use instead
+    Create the Cell or the jit wrapper once, outside the loop, and reuse it.
+
+    ## Fix safety
+    No automatic fix.
+    """
+    code = "MSG503"
+    name = "jit-or-cell-per-call"
+    severity = "warning"
+    claim = "recompile"
+
+    def _is_cell_class(self, func, ctx) -> bool:
+        if isinstance(func, ast.Name) and func.id in ctx.model.cell_classes:
+            return True
+        q = ctx.qualname(func) or ""
+        return q.startswith("mindspore.nn.") and q.rsplit(".", 1)[-1][:1].isupper()
+
+    def visit_Call(self, node, ctx):
+        if ctx.in_graph:
+            return
+        f = node.func
+        if isinstance(f, ast.Call) and ctx.functions:
+            if ctx.model._is_jit(f.func)[0]:
+                self.report(node, "ms.jit(...) applied on every call compiles every time: create the wrapper once")
+                return
+            if self._is_cell_class(f.func, ctx):
+                self.report(node, "a Cell constructed and called per call compiles every time: create it once")
+                return
+        if not ctx.loops:
+            return
+        if ctx.model._is_jit(f)[0] and node.args:
+            self.report(node, "ms.jit(...) inside a loop creates a new compiled function each iteration: "
+                              "create it once before the loop")
+
+    def visit_Assign(self, node, ctx):
+        if ctx.in_graph or not ctx.loops or not isinstance(node.value, ast.Call) or \
+                not self._is_cell_class(node.value.func, ctx):
+            return
+        names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        loop = ctx.loops[-1]
+        for n in ast.walk(loop):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
+                self.report(node, f"'{ctx.text(node.value)}' is built and called in the same loop: each new Cell "
+                                  "compiles its graph again; build it once before the loop")
+                return
+
+    VALID = [
+        """
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return x * 2
+
+def drive():
+    x = ms.Tensor(np.ones(3, np.float32))
+    net = Net()
+    out = []
+    for _ in range(3):
+        out.append(net(x))
+    return out
+""",
+    ]
+    INVALID = [
+        """
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+class Net(nn.Cell):
+    def construct(self, x):
+        return x * 2
+
+def drive():
+    x = ms.Tensor(np.ones(3, np.float32))
+    out = []
+    for _ in range(3):
+        net = Net()
+        out.append(net(x))
+    return out
+""",
+        """
+import numpy as np
+import mindspore as ms
+
+def double(x):
+    return x * 2
+
+def drive():
+    x = ms.Tensor(np.ones(3, np.float32))
+    out = []
+    for _ in range(3):
+        out.append(ms.jit(double)(x))
+    return out
+""",
+    ]
