@@ -89,9 +89,10 @@ def convert(paths, output, write, check, report_path, quiet):
                 continue
             write_atomic(dest, code)
         elif result.changed:
+            label = path.as_posix().lstrip("/")
             sys.stdout.writelines(difflib.unified_diff(
                 text.splitlines(keepends=True), code.splitlines(keepends=True),
-                f"a/{path}", f"b/{path}"))
+                f"a/{label}", f"b/{label}"))
     if report_path is not None:
         from msmigrate.files import write_atomic as _w
 
@@ -104,6 +105,82 @@ def convert(paths, output, write, check, report_path, quiet):
         sys.exit(EXIT_ERROR)
     if check and changed:
         sys.exit(EXIT_FINDINGS)
+
+
+@cli.command()
+@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--against", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="MindSpore version to compare with (default: convert SCRIPT with msmigrate).")
+@click.option("--steps", type=click.IntRange(min=1), help="Compare only the first N training steps.")
+@click.option("--rtol", type=float, default=1e-4, show_default=True, help="Relative tolerance (loss and parameters).")
+@click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (loss and parameters).")
+@click.option("--grads", is_flag=True, help="Also compare step-1 gradients and layer outputs, to find the layer that diverges.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of the table.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write both loss curves and their difference (.png or .svg).")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds each program may run.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path), help="Keep the recorded runs (and the conversion) in DIR.")
+def parity(script, against, steps, rtol, atol, grads, as_json, plot, timeout, keep):
+    """Check that a MindSpore program trains like the torch SCRIPT, step by step.
+
+    Both programs run unmodified, each in its own subprocess: the torch initial weights are
+    copied into the MindSpore network through the weight mapping, DataLoader batches recorded
+    from torch are replayed when the MindSpore data differs, and dropout is turned off in both
+    (its rates are compared instead). The loss and every parameter and buffer are compared
+    after each step. The MindSpore step is any module-level @ms.jit function named train_step*
+    (its first output is the loss); a torch step is a loss.backward() call.
+
+    Exit status: 0 within tolerance, 1 when the programs diverge, 2 when the check could not run.
+    """
+    from msmigrate.parity.check import Options, ParityError, run_parity
+    from msmigrate.parity.report import format_text, write_plot
+    from msmigrate.weights import WeightMappingError
+
+    opts = Options(steps=steps, rtol=rtol, atol=atol, grads=grads, timeout=timeout)
+    try:
+        result = run_parity(script, against, opts, keep=keep)
+    except (ParityError, WeightMappingError) as exc:
+        click.echo(f"{script}: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    if plot is not None:
+        write_plot(result, plot)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(format_text(result), nl=False)
+    sys.exit(EXIT_OK if result["passed"] else EXIT_FINDINGS)
+
+
+@cli.command()
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Checkpoint to write: .ckpt (MindSpore) or .pt/.pth (torch), the other format than SOURCE.")
+@click.option("--key", help="Key of the state_dict inside a torch checkpoint dict (e.g. model_state_dict).")
+@click.option("--model", "ms_model", metavar="FILE.py:NAME",
+              help="Converted MindSpore network (class or factory): check the result loads into it exactly.")
+@click.option("--torch-model", metavar="FILE.py:NAME",
+              help="Original torch model (class or factory): tells which layer owns each key.")
+def weights(source, output, key, ms_model, torch_model):
+    """Convert a torch state_dict to a MindSpore checkpoint, or back (.ckpt -> .pt).
+
+    Parameter names and layouts follow rules/weights.toml, which needs the class of each layer:
+    from --torch-model, or inferred from the parameter names and shapes of the --model network.
+    Only the imports, classes, functions and call-free assignments of FILE.py are run. Any name
+    or shape that does not match is an error (exit 2).
+    """
+    from msmigrate.weights import WeightMappingError, ms_to_torch_checkpoint, torch_to_ms_checkpoint
+
+    to_ms = output.suffix == ".ckpt"
+    if to_ms == (source.suffix == ".ckpt"):
+        raise click.UsageError("convert .pt/.pth -> .ckpt or .ckpt -> .pt/.pth")
+    try:
+        if to_ms:
+            summary = torch_to_ms_checkpoint(source, output, key=key, torch_model=torch_model, ms_model=ms_model)
+        else:
+            summary = ms_to_torch_checkpoint(source, output, torch_model=torch_model, ms_model=ms_model)
+    except (WeightMappingError, OSError, KeyError) as exc:
+        click.echo(f"{source}: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(summary)
 
 
 def main() -> None:

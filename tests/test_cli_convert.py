@@ -1,0 +1,99 @@
+"""`msmigrate convert` as a user runs it: exit codes, bad input, never touching inputs unless
+asked, atomic writes, reports."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+TORCH_SRC = "import torch.nn as nn\nlayer = nn.Linear(2, 3)\n"
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "msmigrate.cli", "convert", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "model.py").write_text(TORCH_SRC)
+    (tmp_path / "src" / "plain.py").write_text("x = 1\n")
+    return tmp_path
+
+
+def test_diff_by_default_and_inputs_untouched(tree):
+    proc = run(tree / "src")
+    assert proc.returncode == 0, proc.stderr
+    assert "+layer = nn.Dense(2, 3)" in proc.stdout
+    assert (tree / "src" / "model.py").read_text() == TORCH_SRC
+    assert "1 file converted, 0 places need attention" in proc.stderr
+
+
+def test_output_dir_mirrors_tree(tree):
+    proc = run(tree / "src", "-o", tree / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "nn.Dense(2, 3)" in (tree / "out" / "model.py").read_text()
+    assert (tree / "out" / "plain.py").read_text() == "x = 1\n"
+    assert (tree / "src" / "model.py").read_text() == TORCH_SRC
+
+
+def test_write_in_place_is_atomic_and_keeps_mode(tree):
+    target = tree / "src" / "model.py"
+    os.chmod(target, 0o640)
+    proc = run(target, "-w")
+    assert proc.returncode == 0, proc.stderr
+    assert "nn.Dense" in target.read_text()
+    assert (target.stat().st_mode & 0o777) == 0o640
+    assert not [p for p in target.parent.iterdir() if p.name.endswith(".msmigrate.tmp")]
+
+
+def test_check_exit_codes(tree):
+    assert run(tree / "src" / "model.py", "--check").returncode == 1
+    assert run(tree / "src" / "plain.py", "--check").returncode == 0
+
+
+def test_bad_input_reports_position_and_continues(tree):
+    bad = tree / "src" / "broken.py"
+    bad.write_text("import torch\nx = (\n")
+    latin = tree / "src" / "latin.py"
+    latin.write_bytes(b"import torch\ns = '\xe9'\n")
+    binary = tree / "src" / "blob.py"
+    binary.write_bytes(b"\x00\x01torch")
+    proc = run(tree / "src", "-o", tree / "out", tree / "missing.py")
+    assert proc.returncode == 2
+    assert f"{bad}:" in proc.stderr and "syntax error" in proc.stderr
+    assert f"{latin}:2:6: error: not valid utf-8" in proc.stderr
+    assert f"{binary}:1:1: error: binary file" in proc.stderr
+    assert f"{tree / 'missing.py'}:1:1: error: no such file" in proc.stderr
+    assert "nn.Dense" in (tree / "out" / "model.py").read_text()   # the good file still converted
+    assert not (tree / "out" / "broken.py").exists()
+
+
+def test_output_equal_to_input_dir_is_refused(tree):
+    proc = run(tree / "src", "-o", tree / "src")
+    assert proc.returncode == 2
+    assert (tree / "src" / "model.py").read_text() == TORCH_SRC
+
+
+def test_report_json(tree):
+    src = tree / "src" / "model.py"
+    src.write_text(TORCH_SRC + "c = nn.Conv2d(1, 1, 3, padding_mode='circular')\n")
+    proc = run(src, "--report", tree / "r.json")
+    assert proc.returncode == 0
+    report = json.loads((tree / "r.json").read_text())
+    (entry,) = report["files"]
+    assert {c["api"] for c in entry["conversions"]} >= {"torch.nn.Linear", "torch.nn.Conv2d"}
+    (diag,) = entry["diagnostics"]
+    assert (diag["code"], diag["line"], diag["col"]) == ("MSC105", 3, 5)
+
+
+def test_bom_file_keeps_bom(tree):
+    src = tree / "src" / "bom.py"
+    src.write_bytes(b"\xef\xbb\xbf" + TORCH_SRC.encode())
+    assert run(src, "-w").returncode == 0
+    data = src.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"nn.Dense" in data
