@@ -241,10 +241,16 @@ class TrainingLoopPass(cst.CSTTransformer):
         return updated.with_changes(body=self._block(list(updated.body)))
 
     def _block(self, body: list) -> list:
-        for i, stmt in enumerate(body):
-            if _method_stmt(stmt, "backward") is not None:
-                body = self._rewrite(body, i)
-                break
+        backwards = [i for i, stmt in enumerate(body) if _method_stmt(stmt, "backward") is not None]
+        if len(backwards) == 1:
+            body = self._rewrite(body, backwards[0])
+        elif backwards:
+            # several backward passes in one step (GANs, multi-optimizer schemes): a second
+            # forward_fn would see the first step's outputs as constants and lose gradients
+            for i in backwards:
+                body[i] = self._flag(body[i], "manual", "several backward passes in one training "
+                                     "step: write one ms.value_and_grad per optimizer by hand, "
+                                     "recomputing shared forward outputs inside each forward_fn")
         out = []
         for stmt in body:
             out.extend(self.ready.pop(id(stmt), ()))
