@@ -10,7 +10,9 @@ class AsyncInGraph(Rule):
     Finds coroutine syntax in a Cell's `construct`, a `@jit` function, or their callees.
 
     ## Why is this bad?
-    Graph mode has no coroutines; the compiler rejects them at the first call.
+    Graph mode has no coroutines; the compiler rejects them at the first call, with a cryptic
+    message for an `async def construct` (`TypeError: Parse Lambda Function Fail. Node type
+    must be Lambda, but got NoneType.`) while PyNative silently returns a coroutine object.
 
     ## Example
     ```python
