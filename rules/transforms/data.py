@@ -1,0 +1,396 @@
+"""torch.utils.data and torchvision -> mindspore.dataset.
+
+A torch `Dataset` (map-style object) becomes a plain class that `ds.GeneratorDataset` reads
+through `__getitem__`/`__len__`; `TensorDataset` a list of numpy rows (random access, `len`);
+`DataLoader(...)` builds the pipeline `ds.GeneratorDataset(src, column_names, shuffle=False)
+.batch(bs, drop_remainder=...)`, which iterates like a loader and yields MindSpore Tensors.
+torchvision datasets become MindSpore readers (already pipelines: the loader only adds
+shuffle/batch). A pipeline node can feed one loader only (MindSpore: "not a tree").
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.names import dotted
+
+_PIPELINE_ROOT = "mindspore.dataset"
+
+
+# ---- Dataset subclasses ----------------------------------------------------------------
+
+def dataset_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
+    """GeneratorDataset calls `__getitem__` with a numpy.int64 index, which MindSpore Tensor
+    indexing rejects (torch's sampler passes a Python int): convert it first."""
+    body = []
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__getitem__":
+            params = stmt.params.params
+            if len(params) >= 2:
+                index = params[1].name.value
+                inner = list(stmt.body.body)
+                at = 1 if inner and _is_docstring(inner[0]) else 0
+                fix = site.stmt(f"{index} = int({index})  # GeneratorDataset passes numpy.int64\n")
+                if not (len(inner) > at and inner[at].deep_equals(fix)):
+                    inner.insert(at, fix)
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+        body.append(stmt)
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def _is_docstring(stmt) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def tensor_dataset(site):
+    """TensorDataset(X, Y) -> list(zip(np.asarray(X), np.asarray(Y))): random access and len()
+    like torch's, rows of numpy arrays that GeneratorDataset batches like default_collate."""
+    tensors = [a for a in site.node.args]
+    if not tensors or any(a.star or a.keyword is not None for a in tensors):
+        raise Unconvertible("TensorDataset(*tensors) with unpacked arguments", "manual")
+    asarray = site.ref("numpy.asarray")
+    rows = [cst.Arg(cst.Call(func=asarray, args=[cst.Arg(a.value)])) for a in tensors]
+    return site.expr("list({zip})", zip=cst.Call(func=cst.Name("zip"), args=rows))
+
+
+# ---- what a loader reads ---------------------------------------------------------------
+
+def _find_assigned(module: cst.Module, name: str) -> cst.BaseExpression | None:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node):
+            if any(dotted(t.target) == name for t in node.targets):
+                found.append(node.value)
+
+    module.visit(Finder())
+    return found[-1] if len(found) == 1 else None
+
+
+def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_ClassDef(self, node):
+            if node.name.value == name:
+                found.append(node)
+
+    module.visit(Finder())
+    return found[0] if len(found) == 1 else None
+
+
+def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
+    """The number of values `__getitem__` returns (every return must agree); 'dict' for dicts."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__getitem__":
+            returns = []
+
+            class Returns(cst.CSTVisitor):
+                def visit_FunctionDef(self, node):
+                    return node is stmt
+
+                def visit_Lambda(self, node):
+                    return False
+
+                def visit_Return(self, node):
+                    returns.append(node.value)
+
+            stmt.visit(Returns())
+            sizes = set()
+            for value in returns:
+                if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+                    sizes.add(len(value.elements))
+                elif isinstance(value, cst.Dict):
+                    keys = tuple(_string(e.key) for e in value.elements if isinstance(e, cst.DictElement))
+                    sizes.add(keys if keys and all(keys) and len(keys) == len(value.elements) else "dict")
+                elif value is not None:
+                    sizes.add(1)
+            return sizes.pop() if len(sizes) == 1 else None
+    return None
+
+
+def _string(node) -> str | None:
+    try:
+        value = literal_value(node)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _source_kind(site, src: cst.BaseExpression):
+    """('pipeline', None) for MindSpore readers, ('map', ncols | 'dict' | None) otherwise."""
+    prefix = site.code(site.ref(_PIPELINE_ROOT)) + "."
+    if site.code(src).startswith(prefix):
+        return "pipeline", 2
+    name = dotted(src)
+    rec = site.instance_record(src) if name else None
+    if rec is not None and rec.torch.startswith("torchvision.datasets."):
+        return "pipeline", 2
+    value = src
+    if name is not None:
+        value = _find_assigned(site.rw.module, name)
+        if value is None:
+            return "map", None
+    if not isinstance(value, cst.Call):
+        return "map", None
+    # an inline TensorDataset, already rewritten: list(zip(np.asarray(X), ...))
+    if (isinstance(value.func, cst.Name) and value.func.value == "list" and len(value.args) == 1
+            and isinstance(value.args[0].value, cst.Call) and dotted(value.args[0].value.func) == "zip"):
+        return "map", len(value.args[0].value.args)
+    q = site.rw.scopes.resolve(value.func)
+    if q == "torch.utils.data.TensorDataset":
+        if any(a.star or a.keyword is not None for a in value.args):
+            return "map", None
+        return "map", len(value.args)
+    if q is not None and q.startswith("torchvision.datasets."):
+        return "pipeline", 2
+    cls_name = dotted(value.func)
+    if cls_name in site.rw.local_classes:
+        cls = _find_class(site.rw.module, cls_name)
+        if cls is not None:
+            return "map", _getitem_columns(cls)
+    return "map", None
+
+
+def _column_names(n: int) -> cst.BaseExpression:
+    names = ["data", "label"] if n == 2 else [f"column_{i}" for i in range(n)]
+    return cst.parse_expression(repr(names))
+
+
+_LOADER_DROPPED = ("num_workers", "pin_memory", "timeout", "multiprocessing_context", "prefetch_factor",
+                   "persistent_workers", "pin_memory_device", "in_order")
+
+
+def data_loader(site):
+    """DataLoader(ds, batch_size, shuffle, drop_last, ...) -> a batched mindspore.dataset
+    pipeline with torch's order (MindSpore shuffles by default: shuffle=False is pinned)."""
+    src = site.arg("dataset")
+    if src is None:
+        raise Unconvertible("DataLoader without a dataset argument", "manual")
+    for name in ("batch_sampler",):
+        if site.has(name):
+            raise Unconvertible(f"{name}= has no direct equivalent: build the batches with a sampler and "
+                                f".batch() by hand", "manual")
+    for name in ("collate_fn", "worker_init_fn", "generator"):
+        if site.has(name) and site.code(site.arg(name)) != "None":
+            why = {"collate_fn": "port it to .batch(per_batch_map=...) (it gets column lists, not samples)",
+                   "worker_init_fn": "MindSpore workers are not configured per worker",
+                   "generator": "seed the pipeline with ds.config.set_seed(...)"}[name]
+            site.flag("MSC105", f"{site.qualname}: {name}={site.code(site.arg(name))} has no MindSpore "
+                                f"equivalent; argument dropped: {why}")
+    shuffle = site.arg("shuffle", cst.Name("False"))
+    if isinstance(shuffle, cst.Name) and shuffle.value == "None":
+        shuffle = cst.Name("False")
+    sampler = site.arg("sampler")
+    if sampler is not None and site.code(sampler) == "None":
+        sampler = None
+    kind, ncols = _source_kind(site, src)
+    if kind == "pipeline":
+        pipeline = src
+        name = dotted(src)
+        if name is not None and _loaders_of(site, name) > 1:
+            site.flag("manual", f"{site.qualname}: {name} feeds several loaders; a MindSpore pipeline "
+                                f"node can feed only one (\"not a tree\"): create the reader once per loader")
+        if sampler is not None:
+            raise Unconvertible("a sampler on a MindSpore reader: pass sampler= to the reader", "manual")
+        try:
+            shuffled = literal_value(shuffle)
+        except ValueError:
+            shuffled = None
+        if shuffled is not False and dotted(src) is None:
+            pipeline = _shuffle_reader(site, src, shuffle)
+            if pipeline is None:
+                raise Unconvertible("shuffling an inline pipeline: bind it to a name first", "manual")
+        elif shuffled is not False:
+            pipeline = site.expr("{s}.shuffle({s}.get_dataset_size())", s=src)
+            if shuffled is None:  # shuffle(buffer_size) rejects sizes below 2: no no-op form
+                pipeline = site.expr("({p} if {c} else {s})", p=pipeline, c=shuffle, s=src)
+    else:
+        names = None
+        if isinstance(ncols, tuple) or ncols == "dict":
+            site.flag("manual", f"{site.qualname}: __getitem__ returns a dict: GeneratorDataset rows are "
+                                f"tuples; return the values in column_names order and index batches by position")
+            names, ncols = (list(ncols), len(ncols)) if isinstance(ncols, tuple) else (None, None)
+        if ncols is None and names is None:
+            site.flag("review", f"{site.qualname}: the number of values a sample has is not visible; "
+                                f"assumed 2 (column_names=['data', 'label'])")
+            ncols = 2
+        columns = cst.parse_expression(repr(names)) if names else _column_names(ncols)
+        args = [cst.Arg(src), kwarg("column_names", columns)]
+        if sampler is not None:
+            site.flag("review", f"{site.qualname}: sampler={site.code(sampler)}: MindSpore needs a "
+                                f"mindspore.dataset sampler (ds.RandomSampler, ds.DistributedSampler, ...)")
+            args.append(kwarg("sampler", sampler))
+        else:
+            args.append(kwarg("shuffle", shuffle))
+        pipeline = cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=args)
+    batch_size = site.arg("batch_size", cst.Integer("1"))
+    if isinstance(batch_size, cst.Name) and batch_size.value == "None":
+        return pipeline
+    batch_args = [cst.Arg(batch_size)]
+    if site.has("drop_last"):
+        batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
+    return cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")),
+                    args=_commas(batch_args))
+
+
+def _loaders_of(site, name: str) -> int:
+    """How many DataLoader calls in the file read `name`."""
+    count = 0
+    scopes = site.rw.scopes
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node):
+            nonlocal count
+            if node.args and dotted(node.args[0].value) == name and \
+                    (scopes.resolve(node.func) or "").endswith(".DataLoader"):
+                count += 1
+
+    site.rw.module.visit(Finder())
+    return count
+
+
+def _shuffle_reader(site, src, shuffle):
+    """An inline reader (`ds.MnistDataset(..., shuffle=False).map(...)`): its own shuffle=."""
+    if isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute) and \
+            isinstance(src.func.value, cst.Call):
+        inner = _shuffle_reader(site, src.func.value, shuffle)
+        return None if inner is None else src.with_changes(func=src.func.with_changes(value=inner))
+    if isinstance(src, cst.Call):
+        args = [kwarg("shuffle", shuffle, a) if a.keyword is not None and a.keyword.value == "shuffle" else a
+                for a in src.args]
+        if args != list(src.args):
+            return src.with_changes(args=args)
+    return None
+
+
+def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [a.with_changes(comma=comma) for a in args[:-1]] + args[-1:]
+
+
+# ---- torchvision datasets ---------------------------------------------------------------
+
+# torch name -> (MindSpore reader, sub-directory of torchvision's root it reads, label column)
+_READERS = {
+    "torchvision.datasets.MNIST": ("mindspore.dataset.MnistDataset", ("MNIST", "raw"), "label"),
+    "torchvision.datasets.FashionMNIST": ("mindspore.dataset.FashionMnistDataset", ("FashionMNIST", "raw"), "label"),
+    "torchvision.datasets.KMNIST": ("mindspore.dataset.KMnistDataset", ("KMNIST", "raw"), "label"),
+    "torchvision.datasets.CIFAR10": ("mindspore.dataset.Cifar10Dataset", ("cifar-10-batches-bin",), "label"),
+    "torchvision.datasets.CIFAR100": ("mindspore.dataset.Cifar100Dataset", ("cifar-100-binary",), "fine_label"),
+}
+
+
+def _map(site, pipeline, op, column: str):
+    return site.expr("{p}.map(operations={op}, input_columns={c})", p=pipeline, op=op,
+                     c=cst.SimpleString(repr(column)))
+
+
+def _with_transforms(site, pipeline, label: str):
+    """torch applies `transform` to the image and `target_transform` to the int64 label."""
+    transform = site.arg("transform")
+    if transform is not None and site.code(transform) != "None":
+        pipeline = _map(site, pipeline, transform, "image")
+    cast = site.expr("{T}({i64})", T=site.ref("mindspore.dataset.transforms.TypeCast"),
+                     i64=site.ref("mindspore.int64"))
+    pipeline = _map(site, pipeline, cast, label)
+    target = site.arg("target_transform")
+    if target is not None and site.code(target) != "None":
+        site.flag("review", f"{site.qualname}: target_transform gets a 0-d numpy int64 array in "
+                            f"MindSpore (torch: a Python int)")
+        pipeline = _map(site, pipeline, target, label)
+    return pipeline
+
+
+def _download(site, where: str) -> None:
+    download = site.arg("download")
+    if download is not None and site.code(download) != "False":
+        site.flag("review", f"{site.qualname}: MindSpore readers do not download: put the files in {where}")
+
+
+def vision_reader(site):
+    """torchvision MNIST/FashionMNIST/KMNIST/CIFAR10/CIFAR100 -> the MindSpore reader of the same
+    files, unshuffled, labels int64 like torch's."""
+    target, subdirs, label = _READERS[site.qualname]
+    root = site.arg("root")
+    if root is None:
+        raise Unconvertible("no root directory", "manual")
+    path_args = [cst.Arg(root), *[cst.Arg(cst.SimpleString(repr(d))) for d in subdirs]]
+    path = cst.Call(func=site.ref("os.path.join"), args=_commas(path_args))
+    train = site.arg("train", cst.Name("True"))
+    try:
+        usage = cst.SimpleString("'train'" if literal_value(train) else "'test'")
+    except ValueError:
+        usage = site.expr("'train' if {t} else 'test'", t=train)
+    if "cifar" in subdirs[0]:
+        site.flag("review", f"{site.qualname}: MindSpore reads the binary release ({subdirs[0]}/), "
+                            f"not torchvision's python pickles")
+    _download(site, f"{site.code(root)}/{'/'.join(subdirs)}/")
+    reader = cst.Call(func=site.ref(target), args=_commas([
+        cst.Arg(path), kwarg("usage", usage), kwarg("shuffle", cst.Name("False"))]))
+    pipeline = reader
+    if label == "fine_label":  # torch's CIFAR100 targets are the fine labels
+        pipeline = site.expr("{p}.project(['image', 'fine_label'])", p=pipeline)
+    return _with_transforms(site, pipeline, label)
+
+
+def image_folder(site):
+    """ImageFolder(root) -> ImageFolderDataset(root, decode=True): classes are the sorted
+    sub-directory names, images decoded to RGB HWC uint8 as PIL's convert('RGB')."""
+    root = site.arg("root")
+    if root is None:
+        raise Unconvertible("no root directory", "manual")
+    for name in ("loader", "is_valid_file"):
+        if site.has(name) and site.code(site.arg(name)) != "None":
+            raise Unconvertible(f"{name}= has no MindSpore equivalent", "manual")
+    reader = cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
+        cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("decode", cst.Name("True"))]))
+    return _with_transforms(site, reader, "label")
+
+
+# ---- torchvision transforms ---------------------------------------------------------------
+
+_BORDERS = {"constant": "CONSTANT", "edge": "EDGE", "reflect": "REFLECT", "symmetric": "SYMMETRIC"}
+
+
+def border(value, site):
+    """padding_mode='reflect' -> vision.Border.REFLECT."""
+    try:
+        mode = literal_value(value)
+    except ValueError:
+        raise Unconvertible("padding_mode is not a literal") from None
+    if mode not in _BORDERS:
+        raise Unconvertible(f"padding_mode={mode!r}")
+    return site.ref(f"mindspore.dataset.vision.Border.{_BORDERS[mode]}")
+
+
+def identity_fn(site):
+    """transforms.Lambda(f) -> f: MindSpore pipelines take Python callables directly."""
+    fn = site.arg("lambd")
+    if fn is None:
+        raise Unconvertible("Lambda without a function", "manual")
+    return fn
+
+
+_CHW_OK = ("Normalize", "RandomErasing", "ToPIL")
+
+
+def compose(site):
+    """torchvision runs the ops after ToTensor on CHW tensors; MindSpore's vision ops (except
+    Normalize(is_hwc=False) and RandomErasing) expect HWC images: say where that breaks."""
+    ops = site.arg("transforms")
+    if isinstance(ops, (cst.List, cst.Tuple)):
+        vision = site.code(site.ref("mindspore.dataset.vision")) + "."
+        to_tensor = vision + "ToTensor"
+        seen = False
+        for el in ops.elements:
+            value = el.value
+            func = site.code(value.func) if isinstance(value, cst.Call) else ""
+            if func == to_tensor:
+                seen = True
+            elif seen and func.startswith(vision) and func[len(vision):] not in _CHW_OK:
+                site.flag("review", f"{site.qualname}: {func[len(vision):]} after ToTensor gets a CHW float "
+                                    f"tensor; MindSpore's version expects an HWC image: move it before ToTensor")
+    return site.call(site.record.target)
