@@ -1,0 +1,244 @@
+"""Run a torch program and its MindSpore version in subprocesses and compare them step by step.
+
+Nothing here imports torch, mindspore or the user's program: the runners (`runner.py`) do, each
+in its own process with a timeout. The comparison works on the recorded numpy arrays.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from msmigrate.weights import KeyMapping, map_keys
+
+
+class ParityError(RuntimeError):
+    """The check could not be run (a program failed, timed out, or the weights did not load)."""
+
+
+@dataclass
+class Options:
+    steps: int | None = None
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    grads: bool = False
+    timeout: float = 600.0
+
+
+def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_record: Path | None,
+                workdir: Path) -> tuple[dict, dict]:
+    spec = {"framework": framework, "script": str(script), "out": str(out), "steps": opts.steps,
+            "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None}
+    spec_path = workdir / f"{framework}_spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "msmigrate.parity.runner", str(spec_path)],
+                              capture_output=True, text=True, timeout=opts.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise ParityError(f"the {framework} program did not finish within {opts.timeout:g} s") from None
+    record_path = out / "record.json"
+    if not record_path.exists():
+        raise ParityError(f"the {framework} runner failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    meta = json.loads(record_path.read_text())
+    if meta.get("error"):
+        raise ParityError(f"the {framework} program failed:\n{meta['error']}")
+    with np.load(out / "arrays.npz") as data:
+        arrays = {k: data[k] for k in data.files}
+    return meta, arrays
+
+
+def _close(ms: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> bool:
+    return ms.shape == ref.shape and bool(np.all(np.abs(ms.astype(np.float64) - ref) <= atol + rtol * np.abs(ref)))
+
+
+def _diff(ms: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    if ms.shape != ref.shape:
+        return float("inf"), float("inf")
+    d = float(np.max(np.abs(ms.astype(np.float64) - ref))) if ref.size else 0.0
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return d, d / scale if scale > 0 else (0.0 if d == 0 else float("inf"))
+
+
+def _mapped(arrays: dict, prefix: str, mappings: dict[str, KeyMapping]) -> dict[str, np.ndarray]:
+    """torch arrays under `prefix/` renamed and reshaped to MindSpore names."""
+    out = {}
+    for key, m in mappings.items():
+        arr = arrays.get(f"{prefix}/{key}")
+        if arr is not None:
+            out[m.ms_key] = m.to_ms(arr).astype(np.float64)
+    return out
+
+
+def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> dict:
+    rtol, atol = opts.rtol, opts.atol
+    mappings, dropped = map_keys(tmeta.get("init_keys", []), tmeta.get("module_classes", {}))
+    result: dict = {"tolerance": {"rtol": rtol, "atol": atol}, "steps": [], "config": []}
+
+    # settings that the run itself cannot show, because dropout is off in both runs
+    tdrop, mdrop = tmeta.get("dropout", {}), mmeta.get("dropout", {})
+    for name, p in tdrop.items():
+        q = mdrop.get(name)
+        if q is None:
+            result["config"].append({"kind": "dropout", "name": name, "detail": f"torch Dropout(p={p:g}) "
+                                     "has no MindSpore Dropout cell of the same name"})
+        elif abs(p - q) > 1e-9:
+            result["config"].append({"kind": "dropout", "name": name, "detail": f"torch drops p={p:g}, "
+                                     f"MindSpore drops p={q:g} (keep_prob={1 - q:g})"})
+    tmode, mmode = tmeta.get("training", {}), mmeta.get("training", {})
+    wrong_mode = [n for n, t in tmode.items() if n in mmode and mmode[n] != t]
+    if wrong_mode:
+        t = tmode[wrong_mode[0]]
+        result["config"].append({"kind": "mode", "name": wrong_mode[0] or "(model)", "names": wrong_mode,
+                                 "detail": f"{len(wrong_mode)} layer(s) in {'training' if t else 'inference'} "
+                                 f"mode in torch but not in MindSpore at step 1 (set_train missing?)"})
+
+    tl, ml = tmeta["losses"], mmeta["losses"]
+    n = len(tl)
+    max_abs = max_rel = 0.0
+    first = None
+    for i in range(n):
+        step = i + 1
+        row = {"step": step, "torch_loss": tl[i], "ms_loss": ml[i] if i < len(ml) else None}
+        if row["ms_loss"] is None or row["torch_loss"] is None:
+            row.update(abs_diff=None, rel_diff=None, loss_ok=False)
+        else:
+            a, r = _diff(np.array(row["ms_loss"]), np.array(row["torch_loss"]))
+            row.update(abs_diff=a, rel_diff=r, loss_ok=_close(np.array(row["ms_loss"]), np.array(row["torch_loss"]), rtol, atol))
+            max_abs, max_rel = max(max_abs, a), max(max_rel, r)
+        tstate = _mapped(tarr, f"state/{step}", mappings)
+        worst, worst_d, state_ok = None, 0.0, True
+        bad = None
+        for name, ref in tstate.items():
+            got = marr.get(f"state/{step}/{name}")
+            if got is None:
+                continue
+            d, _ = _diff(got, ref)
+            if d >= worst_d:
+                worst, worst_d = name, d
+            if bad is None and not _close(got, ref, rtol, atol):
+                bad, state_ok = name, False
+        row.update(state_max_abs=worst_d if tstate else None, state_worst=worst,
+                   state_ok=state_ok, state_first_bad=bad, compared_state=bool(tstate))
+        result["steps"].append(row)
+        if first is None and not (row["loss_ok"] and state_ok):
+            if not row["loss_ok"]:
+                first = {"step": step, "kind": "loss", "name": None,
+                         "detail": "MindSpore made fewer steps" if row["ms_loss"] is None else
+                         f"loss {row['ms_loss']:.7g} vs torch {row['torch_loss']:.7g}"}
+            else:
+                d, _ = _diff(marr[f"state/{step}/{bad}"], tstate[bad])
+                first = {"step": step, "kind": "state", "name": bad,
+                         "detail": f"{bad} after the step differs by {d:.3g}"}
+    if len(ml) > n:
+        result["extra_ms_steps"] = len(ml) - n
+        first = first or {"step": n + 1, "kind": "loss", "name": None,
+                          "detail": f"MindSpore made {len(ml)} steps, torch {n}"}
+    result.update(max_abs_diff=max_abs, max_rel_diff=max_rel, torch_steps=n, ms_steps=len(ml))
+
+    if opts.grads:
+        tgrads = _mapped(tarr, "grad", mappings)
+        order = [mappings[k].ms_key for k in tmeta.get("grads", []) if k in mappings]
+        rows = []
+        for name in order:
+            got = marr.get(f"grad/{name}")
+            if got is None:
+                rows.append({"name": name, "max_abs": None, "rel": None, "ok": False, "missing": True})
+                continue
+            a, r = _diff(got, tgrads[name])
+            rows.append({"name": name, "max_abs": a, "rel": r, "ok": _close(got, tgrads[name], rtol, atol)})
+        result["grads"] = rows
+        bad = [g for g in rows if not g["ok"]]
+        result["worst_grad"] = max(bad, key=lambda g: g["rel"] if g["rel"] is not None else float("inf"))["name"] if bad else None
+        result["activations"] = _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol)
+        bad = [a for a in result["activations"] if not a["ok"]]
+        result["first_bad_activation"] = bad[0]["name"] if bad else None
+        # the first layer whose step-1 output differs is a better pointer than a later loss
+        act = next((a for a in result["activations"] if not a["ok"]), None)
+        if act is not None and (first is None or first["step"] >= 1):
+            first = {"step": 1, "kind": "layer output", "name": act["name"],
+                     "detail": f"output of {act['name']} ({act['ms_cls']}) differs by {act['max_abs']:.3g} "
+                               f"(rel {act['rel']:.3g}) in the first forward"}
+    if first is None and result["config"]:
+        # dropout is off in both runs, so a wrong rate shows in no number: it is the divergence
+        c = result["config"][0]
+        first = {"step": 1, "kind": c["kind"], "name": c["name"], "detail": c["detail"]}
+    result["first_divergence"] = first
+    result["passed"] = first is None and not result["config"]
+    result["dropped_keys"] = dropped
+    return result
+
+
+def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol) -> list[dict]:
+    """Outputs of each layer during the first forward, in torch call order, matched by layer
+    name (the n-th call of a layer in torch with its n-th call in MindSpore)."""
+    def by_name(meta, arrays):
+        seen: dict[str, list] = {}
+        for i, a in enumerate(meta.get("activations", [])):
+            seen.setdefault(a["name"], []).append((a["cls"], arrays.get(f"act/{i}")))
+        return seen
+
+    mseen = by_name(mmeta, marr)
+    count: dict[str, int] = {}
+    rows = []
+    for i, a in enumerate(tmeta.get("activations", [])):
+        k = count.get(a["name"], 0)
+        count[a["name"]] = k + 1
+        ref = tarr.get(f"act/{i}")
+        cand = mseen.get(a["name"], [])
+        if k >= len(cand) or ref is None or cand[k][1] is None:
+            continue
+        cls, got = cand[k]
+        d, r = _diff(got, ref.astype(np.float64))
+        rows.append({"name": a["name"] or "(model)", "torch_cls": a["cls"], "ms_cls": cls,
+                     "max_abs": d, "rel": r, "ok": _close(got, ref.astype(np.float64), rtol, atol)})
+    return rows
+
+
+def run_parity(script: Path, against: Path | None = None, opts: Options | None = None,
+               keep: Path | None = None) -> dict:
+    """Run both programs and compare them; raises ParityError when either cannot be run."""
+    opts = opts or Options()
+    script = Path(script).resolve()
+    with tempfile.TemporaryDirectory(prefix="msmigrate-parity-") as tmp:
+        workdir = Path(keep or tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        converted = against is None
+        if converted:
+            against = _convert(script, workdir)
+        against = Path(against).resolve()
+        tmeta, tarr = _run_runner("torch", script, workdir / "torch", opts, None, workdir)
+        if tmeta.get("model_class") is None:
+            raise ParityError(f"{script}: no module with parameters was called; nothing to compare")
+        if not tmeta["losses"]:
+            raise ParityError(f"{script}: no loss.backward() call was seen")
+        mmeta, marr = _run_runner("mindspore", against, workdir / "mindspore", opts, workdir / "torch", workdir)
+        if not mmeta["losses"]:
+            raise ParityError(f"{against}: no call of a @ms.jit function named train_step* was seen")
+        result = compare(tmeta, tarr, mmeta, marr, opts)
+    result["setup"] = {
+        "torch_script": str(script), "mindspore_script": str(against), "converted": converted,
+        "torch_model": tmeta.get("model_class"), "ms_model": mmeta.get("model_class"),
+        "weights_loaded": len(mmeta.get("loaded", {})), "weights_dropped": mmeta.get("dropped_keys", []),
+        "dropout_disabled": {"torch": tmeta.get("dropout", {}), "mindspore": mmeta.get("dropout", {}),
+                             "functional_calls": tmeta.get("functional_dropout_calls", 0)},
+        "torch_batches_recorded": len(tmeta.get("batches", [])), "replay": mmeta.get("replay", {}),
+    }
+    return result
+
+
+def _convert(script: Path, workdir: Path) -> Path:
+    from msmigrate.engine import convert_source
+    from msmigrate.files import read_source
+
+    result = convert_source(read_source(script), str(script))
+    out = workdir / "converted" / script.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.code)
+    return out

@@ -1,0 +1,439 @@
+"""Subprocess side of `msmigrate parity`: run one training program under recording hooks.
+
+    python -m msmigrate.parity.runner SPEC.json
+
+SPEC holds {"framework": "torch" | "mindspore", "script", "out", "steps", "grads", "torch_record"}.
+The program runs unmodified through `runpy`; hooks record what the parity check compares:
+
+torch      every `Tensor.backward()` is one step: its loss, the batch most recently produced by a
+           DataLoader, the model state after the step (taken before the model's next forward, or
+           at the end), and for step 1 the gradients and every submodule's output. The model is
+           the first module with parameters called from outside any other module.
+mindspore  every call of a jitted function named `train_step*` defined in the program is one
+           step (its first output is the loss). Before step 1 the torch initial weights are
+           loaded into the network through the weight mapping; batches recorded by torch replace
+           the step's positional arguments when they differ. With grads, so
+           that gradients and cell outputs can be captured, step 1 first runs once uncompiled with the
+           optimizers disabled, and the parameters are restored before the real step.
+
+Dropout cannot draw the same masks in both frameworks: every Dropout layer and functional
+dropout is turned into the identity in both runs, and the configured rates are recorded so the
+comparison can still check them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+
+class StopRun(BaseException):
+    """Raised into the program once the requested number of steps has been recorded
+    (a BaseException, so the program's own `except Exception` does not swallow it)."""
+
+
+class Record:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.limit = spec.get("steps") or 10**9
+        self.losses: list[float | None] = []
+        self.arrays: dict[str, np.ndarray] = {}
+        self.meta: dict = {"framework": spec["framework"], "notes": [], "dropout": {},
+                           "functional_dropout_calls": 0, "training": {}, "activations": [],
+                           "grads": [], "state_steps": [], "batches": []}
+
+    def put_state(self, step: int, state: dict[str, np.ndarray]) -> None:
+        for name, arr in state.items():
+            self.arrays[f"state/{step}/{name}"] = arr
+        self.meta["state_steps"].append(step)
+
+    def save(self, error: str | None = None) -> None:
+        out = Path(self.spec["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        np.savez(out / "arrays.npz", **self.arrays)
+        self.meta.update(losses=self.losses, error=error)
+        (out / "record.json").write_text(json.dumps(self.meta, indent=1))
+
+
+def _first_tensor(value, is_tensor):
+    if is_tensor(value):
+        return value
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            found = _first_tensor(v, is_tensor)
+            if found is not None:
+                return found
+    return None
+
+
+def _flatten(value, is_tensor) -> list:
+    if is_tensor(value):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _flatten(v, is_tensor)]
+    return []
+
+
+# ---------------------------------------------------------------- torch
+def run_torch(rec: Record, script: str) -> None:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.modules import dropout as tdropout
+    from torch.nn.modules import module as tmodule
+
+    from msmigrate.weights import public_torch_class
+
+    is_tensor = torch.is_tensor
+    st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
+          "names": {}, "acts_open": False}
+
+    orig_dropout_init = tdropout._DropoutNd.__init__
+
+    def dropout_init(self, *args, **kwargs):
+        orig_dropout_init(self, *args, **kwargs)
+        self._msmigrate_p = float(self.p)
+        self.p = 0.0
+
+    tdropout._DropoutNd.__init__ = dropout_init
+    for fname in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+        orig = getattr(F, fname)
+
+        def no_dropout(input, p=0.5, training=True, inplace=False, _orig=orig):
+            rec.meta["functional_dropout_calls"] += p > 0
+            return _orig(input, 0.0, training, inplace)
+
+        setattr(F, fname, no_dropout)
+
+    def state_of(model) -> dict:
+        return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+
+    def snapshot_pending():
+        if st["pending"] is not None:
+            rec.put_state(st["pending"], state_of(st["model"]))
+            st["pending"] = None
+
+    def act_hook(module, inputs, output):
+        if st["acts_open"] and id(module) in st["names"]:
+            t = _first_tensor(output, is_tensor)
+            if t is not None and t.is_floating_point():
+                i = len(rec.meta["activations"])
+                rec.meta["activations"].append({"name": st["names"][id(module)], "cls": type(module).__name__})
+                rec.arrays[f"act/{i}"] = t.detach().cpu().numpy().copy()
+
+    def pre_hook(module, inputs):
+        if st["depth"] == 0:
+            if st["model"] is None and any(True for _ in module.parameters()):
+                st["model"] = module
+                st["names"] = {id(m): n for n, m in module.named_modules()}
+                rec.meta["module_classes"] = {n: public_torch_class(type(m)) for n, m in module.named_modules()}
+                rec.meta["model_class"] = type(module).__qualname__
+                rec.meta["dropout"] = {n: m._msmigrate_p for n, m in module.named_modules()
+                                       if hasattr(m, "_msmigrate_p")}
+                for k, v in state_of(module).items():
+                    rec.arrays[f"init/{k}"] = v
+                rec.meta["init_keys"] = list(module.state_dict().keys())
+                st["acts_open"] = bool(rec.spec.get("grads"))
+            if module is st["model"]:
+                snapshot_pending()
+        st["depth"] += 1
+
+    def post_hook(module, inputs, output):
+        st["depth"] = max(0, st["depth"] - 1)
+        act_hook(module, inputs, output)
+
+    tmodule.register_module_forward_pre_hook(pre_hook)
+    tmodule.register_module_forward_hook(post_hook)
+
+    orig_iter = torch.utils.data.DataLoader.__iter__
+
+    def loader_iter(self):
+        for batch in orig_iter(self):
+            st["batch"] = [t.detach().cpu().numpy().copy() for t in _flatten(batch, is_tensor)]
+            st["batch_new"] = True
+            yield batch
+
+    torch.utils.data.DataLoader.__iter__ = loader_iter
+
+    orig_backward = torch.Tensor.backward
+
+    def backward(self, *args, **kwargs):
+        step = len(rec.losses) + 1
+        if step > rec.limit:
+            snapshot_pending()
+            raise StopRun
+        snapshot_pending()
+        st["acts_open"] = False
+        rec.losses.append(float(self.detach().reshape(-1)[0]) if self.numel() == 1 else None)
+        if st["batch_new"]:
+            for i, arr in enumerate(st["batch"]):
+                rec.arrays[f"batch/{step}/{i}"] = arr
+            rec.meta["batches"].append(step)
+            st["batch_new"] = False
+        if step == 1 and st["model"] is not None:
+            rec.meta["training"] = {n: bool(m.training) for n, m in st["model"].named_modules()}
+        result = orig_backward(self, *args, **kwargs)
+        if step == 1 and rec.spec.get("grads") and st["model"] is not None:
+            for name, p in st["model"].named_parameters():
+                if p.grad is not None:
+                    rec.arrays[f"grad/{name}"] = p.grad.detach().cpu().numpy().copy()
+                    rec.meta["grads"].append(name)
+        if st["model"] is not None:
+            st["pending"] = step
+        return result
+
+    torch.Tensor.backward = backward
+    try:
+        _run_program(script)
+    finally:
+        if st["model"] is not None:
+            snapshot_pending()
+
+
+# ---------------------------------------------------------------- mindspore
+def run_mindspore(rec: Record, script: str) -> None:
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    from msmigrate.weights import WeightMappingError, check_complete, map_keys
+
+    script_file = os.path.realpath(script)
+    torch_dir = Path(rec.spec["torch_record"])
+    torch_meta = json.loads((torch_dir / "record.json").read_text())
+    torch_arrays = np.load(torch_dir / "arrays.npz")
+    mappings, dropped = map_keys(torch_meta.get("init_keys", []), torch_meta.get("module_classes", {}))
+    rec.meta["dropped_keys"] = dropped
+    is_tensor = lambda v: isinstance(v, ms.Tensor)  # noqa: E731
+    st = {"model": None, "grad_fns": {}, "captured": None}
+
+    dropout_classes = [getattr(nn, n) for n in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d") if hasattr(nn, n)]
+    for cls in dropout_classes:
+        def make(orig_init):
+            def dropout_init(self, *args, **kwargs):
+                orig_init(self, *args, **kwargs)
+                p = getattr(self, "p", None)
+                keep = getattr(self, "keep_prob", None)
+                self._msmigrate_p = float(p) if p is not None else 1.0 - float(keep if keep is not None else 0.5)
+                self.p = 0.0
+                if hasattr(self, "keep_prob"):
+                    self.keep_prob = 1.0
+            return dropout_init
+        cls.__init__ = make(cls.__init__)
+
+    def no_dropout(input, p=0.5, training=True, seed=None):
+        return input
+
+    for fname in ("dropout", "dropout1d", "dropout2d", "dropout3d"):
+        if hasattr(ops, fname):
+            setattr(ops, fname, no_dropout)
+
+    orig_vag = ms.value_and_grad
+
+    def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, **kwargs):
+        real = orig_vag(fn, grad_position, weights, has_aux, **kwargs)
+        st["grad_fns"][id(real)] = (real, weights, grad_position)
+        return real
+
+    ms.value_and_grad = value_and_grad
+    ops.value_and_grad = value_and_grad
+
+    def _optimizer_types() -> tuple:
+        types = tuple(t for t in (getattr(nn, "Optimizer", None),) if t is not None)
+        try:
+            from mindspore.experimental.optim import Optimizer as EOptimizer
+            types += (EOptimizer,)
+        except ImportError:
+            pass
+        return types
+
+    def find_model(namespace: dict):
+        optimizer_types = _optimizer_types()
+        cells = [v for v in namespace.values()
+                 if isinstance(v, nn.Cell) and not isinstance(v, optimizer_types)
+                 and any(True for _ in v.get_parameters())]
+        wanted = {m.ms_key for m in mappings.values()}
+
+        def score(cell):
+            names = {n for n, _ in cell.parameters_and_names()}
+            return len(names & wanted), -len(names ^ wanted)
+        return max(cells, key=score) if cells else None
+
+    def load_torch_weights(model):
+        ms_params = dict(model.parameters_and_names())
+        torch_shapes = {k: torch_arrays[f"init/{k}"].shape for k in mappings}
+        check_complete(mappings, torch_shapes, {n: tuple(p.shape) for n, p in ms_params.items()})
+        for key, m in mappings.items():
+            param = ms_params[m.ms_key]
+            param.set_data(ms.Tensor(np.ascontiguousarray(m.to_ms(torch_arrays[f"init/{key}"]))).astype(param.dtype))
+        rec.meta["loaded"] = {k: m.ms_key for k, m in mappings.items()}
+
+    def state_of(model) -> dict:
+        return {n: p.asnumpy().copy() for n, p in model.parameters_and_names()}
+
+    torch_batches = set(torch_meta.get("batches", []))
+    replay = {"same": 0, "replayed": 0, "mismatch": []}
+    rec.meta["replay"] = replay
+
+    def replay_args(step, args):
+        if step not in torch_batches:
+            return args
+        tb = []
+        i = 0
+        while f"batch/{step}/{i}" in torch_arrays:
+            tb.append(torch_arrays[f"batch/{step}/{i}"])
+            i += 1
+        pos = [a for a in args if is_tensor(a)]
+        if len(pos) != len(tb) or any(tuple(a.shape) != t.shape for a, t in zip(pos, tb)):
+            replay["mismatch"].append(step)
+            return args
+        if all(np.array_equal(a.asnumpy().astype(np.float64), t.astype(np.float64)) for a, t in zip(pos, tb)):
+            replay["same"] += 1
+            return args
+        replay["replayed"] += 1
+        it = iter(tb)
+        return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_tensor(a) else a for a in args)
+
+    class _NoStep:
+        """Stands in for an optimizer during the dry run: calling it updates nothing (calling
+        an eoptim optimizer eagerly would also break its later compilation in MindSpore 2.10)."""
+        def __init__(self, optimizer):
+            self._optimizer = optimizer
+
+        def __call__(self, *args, **kwargs):
+            return True
+
+        def __getattr__(self, name):
+            return getattr(self._optimizer, name)
+
+    def dry_run(function, args, kwargs):
+        """Run step 1 once uncompiled, with the optimizers disabled, to capture gradients and
+        cell outputs; then put every parameter (BN statistics included) back as it was."""
+        model = st["model"]
+        ids = {id(p): n for n, p in model.parameters_and_names()}
+        names = {id(c): n for n, c in model.cells_and_names()}
+        saved = {n: p.asnumpy().copy() for n, p in model.parameters_and_names()}
+        namespace = function.__globals__
+        optimizer_types = _optimizer_types()
+        swapped = {}
+        for key, value in list(namespace.items()):
+            entry = st["grad_fns"].get(id(value))
+            if isinstance(value, optimizer_types):
+                swapped[key] = value
+                namespace[key] = _NoStep(value)
+                continue
+            if entry is None:
+                continue
+            real, weights, grad_position = entry
+
+            def capture(*a, _real=real, _weights=weights, _gp=grad_position, **k):
+                out = _real(*a, **k)
+                grads = out[1] if _gp is None else out[1][1]
+                plist = list(_weights) if _weights is not None else []
+                for p, g in zip(plist, grads):
+                    name = ids.get(id(p), getattr(p, "name", "?"))
+                    rec.arrays[f"grad/{name}"] = g.asnumpy().copy()
+                    rec.meta["grads"].append(name)
+                return out
+
+            swapped[key] = value
+            namespace[key] = capture
+        handles = []
+
+        def hook(cell, inputs, output):
+            t = _first_tensor(output, is_tensor)
+            if t is not None and t.dtype in (ms.float16, ms.float32, ms.float64):
+                i = len(rec.meta["activations"])
+                rec.meta["activations"].append({"name": names.get(id(cell), "?"), "cls": type(cell).__name__})
+                rec.arrays[f"act/{i}"] = t.asnumpy().copy()
+
+        for name, cell in model.cells_and_names():
+            handles.append(cell.register_forward_hook(hook))
+        try:
+            function(*args, **kwargs)
+        finally:
+            for h in handles:
+                h.remove()
+            namespace.update(swapped)
+            for n, p in model.parameters_and_names():
+                p.set_data(ms.Tensor(saved[n]).astype(p.dtype))
+
+    orig_jit = ms.jit
+
+    def jit(function=None, *jargs, **jkwargs):
+        if function is None:
+            return lambda f: jit(f, *jargs, **jkwargs)
+        compiled = orig_jit(function, *jargs, **jkwargs)
+        code = getattr(function, "__code__", None)
+        if (code is None or not function.__name__.startswith("train_step")
+                or os.path.realpath(code.co_filename) != script_file):
+            return compiled
+
+        def recording_step(*args, **kwargs):
+            step = len(rec.losses) + 1
+            if step > rec.limit:
+                raise StopRun
+            if st["model"] is None:
+                st["model"] = find_model(function.__globals__)
+                if st["model"] is None:
+                    raise WeightMappingError("no MindSpore network (a Cell with parameters) at module level")
+                load_torch_weights(st["model"])
+                model = st["model"]
+                rec.meta["model_class"] = type(model).__qualname__
+                rec.meta["dropout"] = {n: c._msmigrate_p for n, c in model.cells_and_names()
+                                       if hasattr(c, "_msmigrate_p")}
+                rec.meta["training"] = {n: bool(c.training) for n, c in model.cells_and_names()}
+            args = replay_args(step, args)
+            if step == 1 and rec.spec.get("grads"):
+                dry_run(function, args, kwargs)
+            out = compiled(*args, **kwargs)
+            loss = _first_tensor(out, is_tensor)
+            rec.losses.append(float(loss.asnumpy().reshape(-1)[0]) if loss is not None and loss.size == 1 else None)
+            rec.put_state(step, state_of(st["model"]))
+            return out
+
+        recording_step.__name__ = function.__name__
+        recording_step.__wrapped__ = function
+        return recording_step
+
+    ms.jit = jit
+    _run_program(script)
+
+
+def _run_program(script: str) -> None:
+    script_dir = str(Path(script).resolve().parent)
+    sys.path.insert(0, script_dir)
+    sys.argv = [script]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except StopRun:
+        pass
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[0]).read_text())
+    rec = Record(spec)
+    try:
+        if spec["framework"] == "torch":
+            run_torch(rec, spec["script"])
+        else:
+            run_mindspore(rec, spec["script"])
+    except BaseException as exc:  # the program's own failure is reported, not re-raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        rec.save(error="".join(traceback.format_exception(exc))[-6000:])
+        return 3
+    rec.save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
