@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import kwarg, literal_value
+from msmigrate.engine import Unconvertible, kwarg, literal_value
 
 _PAD_MODES = {"same": "'same'", "valid": "'valid'"}
 
@@ -49,3 +49,49 @@ def pool(site):
             args.insert(at, kwarg("stride", kernel) if at == 0 else cst.Arg(kernel))
         return site.call(site.record.target, args)
     return site.call(site.record.target)
+
+
+def _ints(value, site, name):
+    try:
+        v = literal_value(value)
+    except ValueError:
+        raise Unconvertible(f"{name}={site.code(value)} is not a literal: MindSpore needs it spelled "
+                            f"out per side") from None
+    return v
+
+
+def conv_transpose(site):
+    """ConvTranspose: MindSpore's `output_padding` with pad_mode='pad' gives the right shape but
+    wrong values (semantics.md §1.1). Padding the trailing side of each dimension `op` less,
+    `padding=(p, p - op, ...)`, gives torch's output exactly; p < op has no such mapping."""
+    dims = int(site.qualname[-2])
+    args = site.standard_args(skip=("padding", "output_padding"))
+    pad = site.arg("padding")
+    out_pad = site.arg("output_padding")
+    if out_pad is None:
+        if pad is not None:
+            value = _padding(pad, site, dims)
+            args.append(kwarg("padding", value))
+        return site.call(site.record.target, args)
+    p = _ints(pad, site, "padding") if pad is not None else 0
+    op = _ints(out_pad, site, "output_padding")
+    p = [p] * dims if isinstance(p, int) else list(p)
+    op = [op] * dims if isinstance(op, int) else list(op)
+    if any(o == 0 for o in op) and all(o == 0 for o in op):
+        args.append(kwarg("padding", cst.parse_expression(repr(_padding_tuple(p, dims)))))
+        return site.call(site.record.target, args)
+    if dims == 1:
+        raise Unconvertible("output_padding != 0: MindSpore's Conv1dTranspose padding is one int "
+                            "for both sides, and its output_padding gives wrong values")
+    if any(a < b for a, b in zip(p, op)):
+        raise Unconvertible("padding < output_padding: no verified MindSpore mapping (its "
+                            "output_padding gives wrong values)")
+    pads = tuple(v for a, b in zip(p, op) for v in (a, a - b))
+    args.append(kwarg("padding", cst.parse_expression(repr(pads))))
+    return site.call(site.record.target, args)
+
+
+def _padding_tuple(p, dims):
+    if dims == 1:
+        return p[0]
+    return tuple(v for a in p for v in (a, a))

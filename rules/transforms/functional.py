@@ -1,0 +1,121 @@
+"""torch.nn.functional calls whose mindspore.ops counterpart needs more than renames."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+
+
+def _is_none(node) -> bool:
+    return node is None or (isinstance(node, cst.Name) and node.value == "None")
+
+
+def softmax(site):
+    """softmax/softmin/log_softmax without `dim`: torch picks 0 for 0-, 1- and 3-D inputs and 1
+    otherwise (deprecated implicit dim); MindSpore's default is -1. Spell torch's choice out."""
+    if site.has("dim"):
+        return site.call(site.record.target)
+    x = site.arg("input")
+    args = site.standard_args()
+    args.append(kwarg("axis", site.expr("0 if {x}.ndim in (0, 1, 3) else 1", x=x)))
+    return site.call(site.record.target, args)
+
+
+def conv(site):
+    """ops.convNd pads nothing unless pad_mode='pad' (its default is 'valid'); torch's
+    padding='same'/'valid' strings are MindSpore pad modes. Tuples keep torch's one value per
+    dimension (ops.conv2d takes exactly two)."""
+    pad = site.arg("padding")
+    args = site.standard_args(skip=("padding",))
+    if pad is None:
+        return site.call(site.record.target, args)
+    try:
+        value = literal_value(pad)
+    except ValueError:
+        value = None
+    if isinstance(value, str):
+        args.append(kwarg("pad_mode", cst.SimpleString(repr(value))))
+    elif value == 0:
+        pass
+    else:
+        args += [kwarg("pad_mode", cst.SimpleString("'pad'")), kwarg("padding", pad)]
+    return site.call(site.record.target, args)
+
+
+def avg_pool(site):
+    """torch's stride defaults to kernel_size, ops.avg_poolNd's to 1; divisor_override=None is
+    MindSpore's 0."""
+    skip = tuple(name for name in ("stride", "divisor_override") if _is_none(site.arg(name, cst.Name("None"))))
+    args = site.standard_args(skip=skip)
+    if "stride" in skip:
+        args.append(kwarg("stride", site.arg("kernel_size")))
+    return site.call(site.record.target, args)
+
+
+def normalize(site):
+    """F.normalize(x, p, dim, eps) = x / max(||x||_p over dim, eps); mindspore.ops has no
+    normalize, so the formula is written out."""
+    if not _is_none(site.arg("out")):
+        raise Unconvertible("out= has no MindSpore equivalent")
+    x = site.arg("input")
+    return site.expr("{x} / {clamp}({norm}({x}, {p}, {dim}, keepdim=True), min={eps})", x=x,
+                     clamp="@mindspore.ops.clamp", norm="@mindspore.ops.norm",
+                     p=site.arg("p", cst.Float("2.0")), dim=site.arg("dim", cst.Integer("1")),
+                     eps=site.arg("eps", cst.Float("1e-12")))
+
+
+def embedding(site):
+    """ops.embedding has no CPU kernel in 2.10; the lookup is a gather of weight rows."""
+    for name in ("max_norm",):
+        if not _is_none(site.arg(name)):
+            raise Unconvertible(f"{name}= (renormalising rows) has no MindSpore equivalent")
+    for name in ("scale_grad_by_freq", "sparse"):
+        arg = site.arg(name)
+        if arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False"):
+            raise Unconvertible(f"{name}={site.code(arg)} has no MindSpore equivalent")
+    if not _is_none(site.arg("padding_idx")):
+        site.flag("review", f"{site.qualname}: padding_idx only zeroes that row's gradient in torch; "
+                            f"the gather lets it train")
+    return site.expr("{gather}({w}, {i}, 0)", gather="@mindspore.ops.gather", w=site.arg("weight"),
+                     i=site.arg("input"))
+
+
+def one_hot(site):
+    """ops.one_hot needs the class count (torch infers it from the data when it is -1)."""
+    n = site.arg("num_classes")
+    try:
+        missing = n is None or literal_value(n) == -1
+    except ValueError:
+        missing = False
+    if missing:
+        raise Unconvertible("num_classes=-1 (inferred from the data) has no MindSpore equivalent: "
+                            "pass the class count")
+    return site.call(site.record.target, [cst.Arg(site.arg("tensor")), cst.Arg(n)])
+
+
+def layer_norm(site):
+    """ops.layer_norm (LayerNormExt) has no CPU backward kernel in 2.10; the LayerNorm primitive
+    has. It normalises from an axis on and rejects negative axes below -1, so a
+    multi-dimensional normalized_shape counts from the input's rank."""
+    x, shape = site.arg("input"), site.arg("normalized_shape")
+    try:
+        value = literal_value(shape)
+        dims = 1 if isinstance(value, int) else len(value)
+    except ValueError:
+        dims = None
+    if dims == 1:
+        axis = cst.parse_expression("-1")
+    elif dims is not None:
+        axis = site.expr("{x}.ndim - " + str(dims), x=x)
+    else:
+        axis = site.expr("{x}.ndim - len({s})", x=x, s=shape)
+    params_shape = shape if dims != 1 or not isinstance(literal_value(shape), int) else site.expr("({s},)", s=shape)
+    weight = site.arg("weight")
+    bias = site.arg("bias")
+    if _is_none(weight):
+        weight = site.expr("{ones}({s}, {x}.dtype)", ones="@mindspore.ops.ones", s=params_shape, x=x)
+    if _is_none(bias):
+        bias = site.expr("{zeros}({s}, {x}.dtype)", zeros="@mindspore.ops.zeros", s=params_shape, x=x)
+    eps = site.arg("eps", cst.Float("1e-05"))
+    return site.expr("{LN}(begin_norm_axis={a}, begin_params_axis={a}, epsilon={eps})({x}, {w}, {b})[0]",
+                     LN="@mindspore.ops.LayerNorm", a=axis, eps=eps, x=x, w=weight, b=bias)

@@ -1,0 +1,72 @@
+"""torch.nn layers whose MindSpore Cell takes differently shaped arguments."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+
+
+def layer_norm(site):
+    """MindSpore's LayerNorm normalises from `begin_norm_axis` on, default -1, and rejects
+    negative axes below -1: a multi-dimensional normalized_shape needs the positive axis,
+    which depends on the input's rank (assumed here: one leading batch axis)."""
+    args = site.standard_args()
+    try:
+        shape = site.literal("normalized_shape")
+    except ValueError:
+        shape = None
+    if isinstance(shape, (list, tuple)) and len(shape) > 1:
+        site.flag("review", f"{site.qualname}: normalized_shape has {len(shape)} dims: "
+                            f"begin_norm_axis=1 assumes the input is (batch, *normalized_shape); "
+                            f"MindSpore needs input.ndim - {len(shape)} here")
+        args += [kwarg("begin_norm_axis", cst.Integer("1")), kwarg("begin_params_axis", cst.Integer("1"))]
+    return site.call(site.record.target, args)
+
+
+def local_response_norm(site):
+    """torch: a / (k + alpha/size * sum over `size` channels of a^2)^beta; MindSpore's LRN sums
+    over 2*depth_radius+1 channels without dividing alpha by the window size."""
+    try:
+        size = site.literal("size")
+    except ValueError:
+        size = None
+    if not isinstance(size, int) or size % 2 == 0:
+        raise Unconvertible("only an odd literal size maps onto LRN's symmetric depth_radius")
+    alpha = site.arg("alpha", cst.Float("0.0001"))
+    try:
+        alpha_value = cst.parse_expression(repr(float(literal_value(alpha)) / size))
+    except ValueError:
+        alpha_value = site.expr("{a} / " + str(size), a=alpha)
+    args = [kwarg("depth_radius", cst.Integer(str((size - 1) // 2))),
+            kwarg("bias", site.arg("k", cst.Float("1.0"))),
+            kwarg("alpha", alpha_value),
+            kwarg("beta", site.arg("beta", cst.Float("0.75")))]
+    return site.call(site.record.target, args)
+
+
+def upsample(site):
+    """MindSpore's interpolation rejects scale_factor unless recompute_scale_factor=True; that
+    is torch's result whenever the scale gives whole output sizes (integer scales)."""
+    try:
+        mode = site.literal("mode")
+    except ValueError:
+        mode = None
+    if mode == "bicubic":
+        raise Unconvertible("mode='bicubic': MindSpore's bicubic kernel gives different values "
+                            "(max error 0.24 on unit-normal input, measured)", "manual")
+    args = site.standard_args()
+    if site.has("scale_factor") and not site.has("recompute_scale_factor"):
+        try:
+            scale = site.literal("scale_factor")
+        except ValueError:
+            scale = None
+        scales = scale if isinstance(scale, (list, tuple)) else [scale]
+        if not all(isinstance(s, (int, float)) and float(s).is_integer() for s in scales):
+            site.flag("review", f"{site.qualname}: scale_factor={site.code(site.arg('scale_factor'))}: "
+                                f"MindSpore recomputes the scale from the output size (torch "
+                                f"interpolates with the given scale); equal for integer scales")
+        args.append(kwarg("recompute_scale_factor", cst.Name("True")))
+        if isinstance(scale, int):  # MindSpore type-checks for float
+            args = [kwarg("scale_factor", cst.Float(f"{scale}.0"), a)
+                    if a.keyword is not None and a.keyword.value == "scale_factor" else a for a in args]
+    return site.call(site.record.target, args)
