@@ -1,0 +1,441 @@
+"""torch.* functions whose MindSpore counterpart takes its arguments differently: overloads decided
+by the arguments (torch.max(x) / (x, dim) / (x, y)), defaults MindSpore infers differently
+(torch.full's dtype), results MindSpore returns in another form (ops.unique's tuple, int32
+indices), and random functions with another signature."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+          cst.SimpleString, cst.Tuple, cst.List)
+
+
+def _paren(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node` safe to use as an operand (`a + b` -> `(a + b)`)."""
+    if isinstance(node, _ATOMS) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _is_none(node) -> bool:
+    return node is None or (isinstance(node, cst.Name) and node.value == "None")
+
+
+def _literal(site, name, default=None):
+    """The literal value of an argument, `default` when absent, ValueError when not literal."""
+    return site.literal(name, default)
+
+
+def _set(site, name: str, value: cst.BaseExpression) -> None:
+    """Replace (or add, as a keyword) the value of a bound torch argument before standard_args."""
+    if name in site.bound:
+        site.bound[name] = site.bound[name].with_changes(value=value)
+    else:
+        site.bound[name] = kwarg(name, value)
+
+
+def _no_out(site) -> None:
+    """For transforms that build their own argument list: torch's `out=` has no counterpart."""
+    if not _is_none(site.arg("out")):
+        raise Unconvertible("out= has no MindSpore equivalent", "review")
+
+
+def _astype(site, expr: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseExpression:
+    return site.expr("{e}.astype({t})", e=_paren(expr), t=dtype)
+
+
+# ---- arithmetic ----------------------------------------------------------------------
+
+def scaled_other(site):
+    """torch.add(x, y, alpha=a) = x + a*y; ops.add has no alpha."""
+    alpha = site.arg("alpha")
+    if alpha is not None:
+        del site.bound["alpha"]
+        _set(site, "other", site.expr("{y} * {a}", y=_paren(site.arg("other")), a=_paren(alpha)))
+    return site.call(site.record.target)
+
+
+# ---- results MindSpore gives in another dtype or form ----------------------------------
+
+def int64_result(site):
+    """Indices: MindSpore's kernel returns int32 where torch returns int64."""
+    return _astype(site, site.call(site.record.target), site.ref("mindspore.int64"))
+
+
+def cast_result(site):
+    """A torch `dtype=` MindSpore's function lacks: cast the result."""
+    dtype = site.arg("dtype")
+    if dtype is not None:
+        del site.bound["dtype"]
+    call = site.call(site.record.target)
+    return call if _is_none(dtype) else _astype(site, call, dtype)
+
+
+def cast_input(site):
+    """torch.mean(x, dtype=t) casts the input before reducing; ops.mean has no dtype."""
+    dtype = site.arg("dtype")
+    if dtype is not None:
+        del site.bound["dtype"]
+        if not _is_none(dtype):
+            _set(site, "input", _astype(site, site.arg("input"), dtype))
+    return site.call(site.record.target)
+
+
+def max_min(site):
+    """torch.max(x) -> a tensor; torch.max(x, dim) -> (values, indices); torch.max(x, y) ->
+    element-wise. MindSpore: ops.amax / ops.max (always a tuple) / ops.maximum."""
+    _no_out(site)
+    name = site.qualname.rsplit(".", 1)[1]
+    dim = site.arg("dim")
+    other = site.arg("other")
+    if other is None and dim is not None and site.bound["dim"].keyword is None:
+        try:
+            v = literal_value(dim)
+        except ValueError:
+            v = None
+        if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
+            other = dim   # torch.max(a, b): the second positional argument is a tensor
+    if other is not None:
+        site.bound.pop("dim", None)
+        site.bound.pop("other", None)
+        if site.has("keepdim"):
+            raise Unconvertible("keepdim= with a tensor second argument")
+        args = [cst.Arg(site.arg("input")), cst.Arg(other)]
+        return site.call("mindspore.ops." + ("maximum" if name == "max" else "minimum"), args)
+    if dim is None:
+        return site.call("mindspore.ops." + ("amax" if name == "max" else "amin"),
+                         site.standard_args(skip=("keepdim",)))
+    site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
+                        f"not a namedtuple: `.values` / `.indices` must become [0] / [1]")
+    return site.call("mindspore.ops." + name, [
+        cst.Arg(site.arg("input")), cst.Arg(dim),
+        *([kwarg("keepdims", site.arg("keepdim"))] if site.has("keepdim") else [])])
+
+
+def median(site):
+    """torch.median(x) is the lower median of all elements; ops.median reduces one axis and
+    returns (values, indices)."""
+    _no_out(site)
+    if site.arg("dim") is None:
+        flat = site.expr("{r}({x}, (-1,))", r="@mindspore.ops.reshape", x=site.arg("input"))
+        return site.expr("{m}({f})[0]", m="@mindspore.ops.median", f=flat)
+    site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
+                        f"not a namedtuple")
+    return site.call(site.record.target)
+
+
+def unique(site):
+    """torch.unique returns the sorted unique values (and counts); ops.unique returns
+    (values in order of appearance, inverse indices)."""
+    try:
+        inverse = _literal(site, "return_inverse", False)
+        counts = _literal(site, "return_counts", False)
+        dim = _literal(site, "dim", None)
+    except ValueError:
+        raise Unconvertible("return_inverse / return_counts / dim are not literals") from None
+    if inverse or dim is not None:
+        raise Unconvertible("return_inverse / dim: the inverse indices of ops.unique refer to unsorted "
+                            "values", "manual")
+    x = site.arg("input")
+    if counts:
+        flat = site.expr("{s}({r}({x}, (-1,)))[0]", s="@mindspore.ops.sort", r="@mindspore.ops.reshape", x=x)
+        return site.expr("{u}({f}, return_counts=True)", u="@mindspore.ops.unique_consecutive", f=flat)
+    return site.expr("{s}({u}({x})[0])[0]", s="@mindspore.ops.sort", u="@mindspore.ops.unique", x=x)
+
+
+def ddof(site):
+    """torch std/var: `correction` (default 1) or the older `unbiased` -> MindSpore `ddof`
+    (default 0, the biased estimate)."""
+    unbiased = site.arg("unbiased")
+    dim = site.arg("dim")
+    if dim is not None and site.bound["dim"].keyword is None:
+        try:
+            if isinstance(literal_value(dim), bool):  # torch.std(x, False): the unbiased overload
+                unbiased, dim = dim, None
+                del site.bound["dim"]
+        except ValueError:
+            pass
+    correction = site.arg("correction")
+    site.bound.pop("unbiased", None)
+    site.bound.pop("correction", None)
+    if correction is not None and not _is_none(correction):
+        value = correction
+    elif unbiased is not None:
+        try:
+            value = cst.Integer("1" if literal_value(unbiased) else "0")
+        except ValueError:
+            value = site.expr("int({u})", u=unbiased)
+    else:
+        value = cst.Integer("1")
+    return site.call(site.record.target, [*site.standard_args(), kwarg("ddof", value)])
+
+
+def scatter_add(site):
+    """torch.scatter_add(x, dim, index, src) -> ops.tensor_scatter_elements(x, index, src, dim,
+    reduction='add')."""
+    _no_out(site)
+    args = [cst.Arg(site.arg("input")), cst.Arg(site.arg("index")), cst.Arg(site.arg("src")),
+            kwarg("axis", site.arg("dim")), kwarg("reduction", cst.SimpleString("'add'"))]
+    return site.call(site.record.target, args)
+
+
+# ---- creation ------------------------------------------------------------------------
+
+def full(site):
+    """torch.full infers the dtype from fill_value (float -> float32, int -> int64, bool ->
+    bool); ops.full without dtype truncates a float fill value to int64."""
+    if site.arg("dtype") is None or _is_none(site.arg("dtype")):
+        try:
+            v = _literal(site, "fill_value")
+        except ValueError:
+            v = None
+            site.flag("review", f"{site.qualname}: fill_value is not a literal: pass dtype= (ops.full "
+                                f"turns a float fill value into int64 when dtype is None)")
+        site.bound.pop("dtype", None)
+        dtype = {bool: "mindspore.bool_", int: "mindspore.int64", float: "mindspore.float32"}.get(type(v))
+        if dtype:
+            return site.call(site.record.target, [*site.standard_args(), kwarg("dtype", site.ref(dtype))])
+    return site.call(site.record.target)
+
+
+def inclusive_range(site):
+    """torch.range(start, end, step=1) includes `end` and returns float32 by default."""
+    start, end = site.arg("start"), site.arg("end")
+    if end is None:
+        raise Unconvertible("torch.range needs start and end")
+    step = site.arg("step", cst.Integer("1"))
+    dtype = site.arg("dtype")
+    dtype = site.ref("mindspore.float32") if _is_none(dtype) else dtype
+    return site.expr("{f}({s}, {e} + {st}, {st}, dtype={t})", f="@mindspore.ops.arange", s=start,
+                     e=_paren(end), st=_paren(step), t=dtype)
+
+
+# ---- random ----------------------------------------------------------------------------
+
+def bernoulli(site):
+    """torch.bernoulli(probs) draws with the probabilities in `probs`; ops.bernoulli(x, p) draws
+    with probability `p` in the shape of `x`."""
+    x = site.arg("input")
+    p = site.arg("p")
+    site.bound.pop("p", None)
+    return site.call(site.record.target, [*site.standard_args(), kwarg("p", p if p is not None else x)])
+
+
+def randint(site):
+    """torch.randint(high, size) / (low, high, size) and randint_like(x, high) / (x, low, high):
+    ops.randint / ops.randint_like always take low and high."""
+    like = site.qualname.endswith("_like")
+    first, low, high = (("input",) if like else ()), site.arg("low"), site.arg("high")
+    last = () if like else ("size",)
+    size = site.arg("size")
+    if like and high is None:                         # randint_like(x, high)
+        low, high = cst.Integer("0"), low
+    elif not like and (size is None or high is None):  # randint(high, size)
+        low, high, size = cst.Integer("0"), low, high if size is None else size
+    if high is None or (not like and size is None):
+        raise Unconvertible("arguments do not match torch's randint signature")
+    leading = [site.arg(n) for n in first] + [low, high] + ([size] if not like else [])
+    for name in (*first, "low", "high", *last):
+        site.bound.pop(name, None)
+    return site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()])
+
+
+def normal(site):
+    """torch.normal(mean, std[, size]) -> ops.normal(shape, mean, stddev): the shape is `size`,
+    or the shape of whichever of mean/std is a tensor."""
+    _no_out(site)
+    mean, std, size = site.arg("mean"), site.arg("std"), site.arg("size")
+    if mean is None or std is None:
+        raise Unconvertible("torch.normal without mean and std")
+    if size is None:
+        try:
+            literal_value(mean)
+            shape_of = std
+        except ValueError:
+            shape_of = mean
+        size = site.expr("{t}.shape", t=_paren(shape_of))
+    args = [cst.Arg(size), cst.Arg(mean), cst.Arg(std)]
+    call = site.call(site.record.target, args)
+    dtype = site.arg("dtype")
+    return call if _is_none(dtype) else _astype(site, call, dtype)
+
+
+def poisson(site):
+    """torch.poisson(rates) -> ops.random_poisson(shape=[], rates): no leading sample axes."""
+    empty = site.expr("{T}([], {i})", T="@mindspore.Tensor", i="@mindspore.int32")
+    return site.call(site.record.target, [cst.Arg(empty), cst.Arg(site.arg("input"))])
+
+
+def tensor_class(site):
+    """`torch.Tensor` as a type stays `ms.Tensor`; torch.Tensor(data) / torch.FloatTensor(data)
+    build float32 (or the class's dtype) tensors; torch.Tensor(2, 3) an uninitialised one."""
+    dtype = site.record.target if site.record.target != "mindspore.Tensor" else "mindspore.float32"
+    if not site.is_call:
+        if site.record.target == "mindspore.Tensor":
+            return site.ref("mindspore.Tensor")
+        raise Unconvertible(f"{site.qualname} as a type has no MindSpore equivalent: use ms.Tensor "
+                            f"and check .dtype", "manual")
+    data = site.arg("data")
+    if data is None:
+        return site.call("mindspore.Tensor", [cst.Arg(cst.List([])), kwarg("dtype", site.ref(dtype))])
+    items = data.elements if isinstance(data, cst.Tuple) and len(site.node.args) > 1 else [data]
+    values = []
+    for item in items:
+        node = item.value if isinstance(item, cst.Element) else item
+        try:
+            values.append(literal_value(node))
+        except ValueError:
+            values.append(None)
+    if len(items) > 1 or (isinstance(values[0], int) and not isinstance(values[0], bool)):
+        if len(items) == 1 and isinstance(site.node.args[0].value, (cst.Integer,)):
+            shape = cst.Tuple([cst.Element(items[0])])
+        else:
+            shape = data
+        site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
+                            f"valid content")
+        return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(site.ref(dtype))])
+    return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
+
+
+def clone(site):
+    """torch.clone(x) -> x.copy() (a new tensor with the same data)."""
+    return site.expr("{x}.copy()", x=_paren(site.arg("input")))
+
+
+def default_dtype(site):
+    """torch.get_default_dtype() -> ms.float32 (what MindSpore makes of Python floats)."""
+    return site.ref("mindspore.float32")
+
+
+def as_float(value, site):
+    """ops.logspace needs float start/end: `0` -> `0.0`."""
+    try:
+        v = literal_value(value)
+    except ValueError:
+        return site.expr("float({v})", v=value)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return cst.Float(repr(float(v)))
+    return value
+
+
+def as_tensor(value, site):
+    """An int argument MindSpore's primitive only takes as a Tensor (window lengths,
+    polygamma's order)."""
+    return site.expr("{T}({v})", T="@mindspore.Tensor", v=value)
+
+
+def bincount(site):
+    """ops.bincount counts in float32; torch counts in int64 (with weights both use the weights'
+    dtype)."""
+    call = site.call(site.record.target)
+    if site.arg("weights") is None or _is_none(site.arg("weights")):
+        return _astype(site, call, site.ref("mindspore.int64"))
+    return call
+
+
+def bucketize(site):
+    """torch.bucketize(x, boundaries, right=r) == searchsorted(boundaries, x, right=r).
+    ops.bucketize runs the SearchSorted kernel with int32 output, and MindSpore 2.10's CPU kernel
+    keeps the output dtype of its first call: ops.bucketize then ops.searchsorted (int64) in one
+    process fails. ops.searchsorted also returns torch's int64."""
+    _no_out(site)
+    args = [cst.Arg(site.arg("boundaries")), cst.Arg(site.arg("input"))]
+    for name in ("right", "out_int32"):
+        if site.has(name):
+            args.append(kwarg(name, site.arg(name)))
+    return site.call("mindspore.ops.searchsorted", args)
+
+
+# ---- einsum ----------------------------------------------------------------------------
+
+def _einsum_operand(code: str, labels: str, order: list[str]) -> str:
+    """`code` (axes `labels`) laid out along `order`: permuted, with None for absent labels."""
+    present = [c for c in order if c in labels]
+    perm = tuple(labels.index(c) for c in present)
+    if perm != tuple(range(len(labels))):
+        code = f"{{permute}}({code}, {perm!r})"
+    if len(present) != len(order):
+        code += "[" + ", ".join(":" if c in labels else "None" for c in order) + "]"
+    return code
+
+
+def einsum(site):
+    """ops.einsum has no CPU kernel in MindSpore 2.10. A literal equation without `...` or
+    repeated labels in one operand becomes ops.matmul (a single contraction laid out as a matrix
+    product) or, otherwise, a broadcast product summed over the contracted labels."""
+    args = list(site.node.args)
+    if not args or any(a.keyword is not None or a.star for a in args):
+        raise Unconvertible("einsum arguments are not `equation, *operands`")
+    try:
+        equation = literal_value(args[0].value)
+    except ValueError:
+        raise Unconvertible("the equation is not a literal") from None
+    operands = [a.value for a in args[1:]]
+    if len(operands) == 1 and isinstance(operands[0], (cst.List, cst.Tuple)):
+        operands = [e.value for e in operands[0].elements]
+    equation = equation.replace(" ", "")
+    inputs, _, out = equation.partition("->")
+    terms = inputs.split(",")
+    if "..." in equation or len(terms) != len(operands) or any(len(set(t)) != len(t) for t in terms):
+        raise Unconvertible("equations with `...` or repeated labels in one operand: write the "
+                            "ops composition by hand")
+    if "->" not in equation:
+        out = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
+    nodes = {f"op{i}": _paren(node) for i, node in enumerate(operands)}
+    refs = {"permute": "@mindspore.ops.permute", "matmul": "@mindspore.ops.matmul",
+            "swap": "@mindspore.ops.swapaxes", "sum": "@mindspore.ops.sum"}
+    if len(terms) == 2:
+        code = _einsum_matmul(terms[0], terms[1], out)
+        if code is not None:
+            return site.expr(code, **nodes, **{k: v for k, v in refs.items() if "{" + k + "}" in code})
+    summed = [c for c in dict.fromkeys(inputs.replace(",", "")) if c not in out]
+    order = list(out) + summed
+    code = " * ".join(_einsum_operand(f"{{op{i}}}", t, order) for i, t in enumerate(terms))
+    if summed:
+        axes = tuple(range(len(out), len(order)))
+        code = f"{{sum}}({code}, dim={axes if len(axes) > 1 else axes[0]!r})"
+    if "None" in code:
+        site.flag("review", f"{site.qualname}: {equation!r} as a broadcast product: it materialises "
+                            f"every combination of labels (memory)")
+    return site.expr(code, **nodes, **{k: v for k, v in refs.items() if "{" + k + "}" in code})
+
+
+def _einsum_matmul(a: str, b: str, out: str) -> str | None:
+    """`{matmul}(...)` code when `a,b->out` is a batched matrix product with one contracted
+    label, else None."""
+    contracted = [c for c in a if c in b and c not in out]
+    batch = [c for c in a if c in b and c in out]
+    if len(contracted) != 1 or set(a) | set(b) != set(out) | set(contracted):
+        return None
+    m = [c for c in a if c not in b]
+    p = [c for c in b if c not in a]
+    k = contracted[0]
+    if len(m) != 1 or len(p) != 1 or a[:len(batch)] != "".join(batch) or b[:len(batch)] != "".join(batch):
+        return None
+    lhs = "{op0}" if a[len(batch):] == m[0] + k else "{swap}({op0}, -1, -2)"
+    rhs = "{op1}" if b[len(batch):] == k + p[0] else "{swap}({op1}, -1, -2)"
+    prefix = "".join(batch)
+    if out == prefix + m[0] + p[0]:
+        return f"{{matmul}}({lhs}, {rhs})"
+    if out == prefix + p[0] + m[0]:
+        return f"{{swap}}({{matmul}}({lhs}, {rhs}), -1, -2)"
+    return None
+
+
+def round_decimals(site):
+    """ops.round only rounds to integers; torch.round(x, decimals=d) scales by 10**d, rounds
+    half to even and scales back, which the same composition does."""
+    _no_out(site)
+    decimals = site.arg("decimals")
+    site.bound.pop("decimals", None)
+    call = site.call(site.record.target)
+    try:
+        if decimals is None or literal_value(decimals) == 0:
+            return call
+    except ValueError:
+        pass
+    scale = site.expr("10.0 ** {d}", d=_paren(decimals))
+    x = _paren(site.arg("input"))
+    return site.expr("{r}({x} * {s}) / {s}", r="@mindspore.ops.round", x=x, s=_paren(scale))
