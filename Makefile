@@ -19,12 +19,14 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
+	@echo "--- msmigrate convert fixtures/programs/cnn_classifier.py"
 	$(BIN)/msmigrate convert fixtures/programs/cnn_classifier.py -o build/demo --report build/demo/report.json
 	@echo "--- converted program: build/demo/cnn_classifier.py ---"
 	@cat build/demo/cnn_classifier.py
 
+# msrun (MindSpore's launcher) starts its workers with the `python` found on PATH
 test: install
-	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) build

@@ -19,6 +19,9 @@ def init_process_group(site):
 def unwrap_ddp(site):
     """MindSpore data parallelism is a context, not a wrapper: the model is used as it is, and
     the compiled training step all-reduces the gradients."""
+    site.flag("review", "DistributedDataParallel copies rank 0's initial parameters to every "
+                        "rank; MindSpore does not: seed all ranks alike (ms.set_seed) or load one "
+                        "checkpoint everywhere")
     module = site.arg("module")
     return module if module is not None else site.node
 
