@@ -1,0 +1,168 @@
+"""torch.save / torch.load / load_state_dict -> ms.save_checkpoint / ms.load_checkpoint /
+ms.load_param_into_net.
+
+MindSpore appends '.ckpt' to a file name without it when saving and only loads '*.ckpt' names, so
+literal '.pt'/'.pth' paths are renamed on both sides. load_param_into_net never raises on missing
+or unexpected names (torch's strict load does): the check is emitted inline.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.names import dotted
+
+_TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
+
+
+def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
+    """'model.pt' -> 'model.ckpt' (also the last literal part of an f-string); other paths are
+    flagged unless they visibly end in .ckpt."""
+    if isinstance(path, cst.SimpleString):
+        text = path.evaluated_value
+        if isinstance(text, str):
+            new = _renamed(text)
+            if new is not None:
+                return path.with_changes(value=path.prefix + path.quote + new + path.quote) \
+                    if new.isprintable() and path.quote not in new and "\\" not in new else \
+                    cst.SimpleString(repr(new))
+            return path
+    if isinstance(path, cst.FormattedString) and path.parts and isinstance(path.parts[-1], cst.FormattedStringText):
+        last = path.parts[-1]
+        new = _renamed(last.value)
+        if new is not None:
+            return path.with_changes(parts=[*path.parts[:-1], last.with_changes(value=new)])
+        if last.value.endswith(".ckpt"):
+            return path
+    site.flag("review", f"{site.qualname}: MindSpore saves to '<name>.ckpt' when {site.code(path)} does not "
+                        f"end in .ckpt, and loads only .ckpt files: make the path end in .ckpt")
+    return path
+
+
+def _renamed(text: str) -> str | None:
+    if text.endswith(".ckpt"):
+        return None
+    for suffix in _TORCH_SUFFIXES:
+        if text.endswith(suffix):
+            return text[: -len(suffix)] + ".ckpt"
+    return text + ".ckpt" if "." not in text.rsplit("/", 1)[-1] else None
+
+
+def _params_of(node) -> cst.BaseExpression | None:
+    """`m` for `m.parameters_dict()` (state_dict() after its own record)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value == "parameters_dict" and not node.args:
+        return node.func.value
+    return None
+
+
+def _is_cell(site, expr) -> bool:
+    rec = site.instance_record(expr)
+    return rec is not None and rec.torch.startswith(("torch.nn.", "torch.optim."))
+
+
+def save(site):
+    obj, path = site.arg("obj"), site.arg("f")
+    if obj is None or path is None:
+        raise Unconvertible("torch.save without obj and f", "manual")
+    save_fn = site.ref("mindspore.save_checkpoint")
+    owner = _params_of(obj)
+    if owner is not None:  # torch.save(model.state_dict(), p)
+        return site.expr("{save}({m}, {p})", save=save_fn, m=owner, p=_ckpt_path(site, path))
+    if isinstance(obj, cst.Dict):
+        return _save_dict(site, obj, save_fn, path)
+    if _is_cell(site, obj):  # a whole module: MindSpore stores parameters only
+        site.flag("review", f"{site.qualname}: torch pickles the whole module; a MindSpore checkpoint holds its "
+                            f"parameters only: the loading side must build the Cell and load_param_into_net")
+        return site.expr("{save}({m}, {p})", save=save_fn, m=obj, p=_ckpt_path(site, path))
+    raise Unconvertible(f"torch.save of {site.code(obj)}: only state_dicts, modules and checkpoint dicts of "
+                        f"state_dicts and scalars map to MindSpore checkpoints", "manual")
+
+
+def _save_dict(site, obj: cst.Dict, save_fn, path):
+    """{'model': m.state_dict(), 'optimizer': o.state_dict(), 'epoch': e} -> one flat checkpoint:
+    the parameter tables merged, the rest as append_dict (int/float/bool/str only)."""
+    tables, extras = [], []
+    for el in obj.elements:
+        if not isinstance(el, cst.DictElement):
+            raise Unconvertible("a checkpoint dict with ** entries", "manual")
+        owner = _params_of(el.value)
+        if owner is not None:
+            tables.append(el.value)
+        elif isinstance(el.value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) or (
+                isinstance(el.value, cst.Call) and isinstance(el.value.func, cst.Attribute)
+                and el.value.func.attr.value == "state_dict"):
+            raise Unconvertible(f"checkpoint entry {site.code(el.key)}: {site.code(el.value)} is not a parameter "
+                                f"table or a scalar (append_dict takes int, float, bool, str)", "manual")
+        else:
+            extras.append(el.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    if not tables:
+        raise Unconvertible("a checkpoint dict without state_dicts", "manual")
+    merged = tables[0] if len(tables) == 1 else cst.Dict([cst.StarredDictElement(t) for t in tables])
+    args = [cst.Arg(merged), cst.Arg(_ckpt_path(site, site.arg("f")))]
+    if extras:
+        keys = ", ".join(site.code(e.key) for e in extras)
+        site.flag("review", f"{site.qualname}: the checkpoint is one flat table: load_state_dict(ckpt[key]) loads "
+                            f"from the whole table; the extra entries ({keys}) load back as Parameters: "
+                            f"int(ckpt[...]) / float(ckpt[...])")
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args.append(kwarg("append_dict", cst.Dict([e.with_changes(comma=comma) for e in extras[:-1]] + extras[-1:])))
+    return site.call(save_fn, args)
+
+
+def load(site):
+    path = site.arg("f")
+    if path is None:
+        raise Unconvertible("torch.load without a file", "manual")
+    try:
+        weights_only = site.literal("weights_only", None)
+    except ValueError:
+        weights_only = None
+    del weights_only  # MindSpore checkpoints hold tensors and scalars only: always "weights only"
+    return site.expr("{load}({p})", load=site.ref("mindspore.load_checkpoint"), p=_ckpt_path(site, path))
+
+
+def _statement_call(site) -> bool:
+    """Is this call the whole expression statement being converted?"""
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
+            and isinstance(stmt.body[0].value.func, cst.Attribute)
+            and stmt.body[0].value.func.attr.value == "load_state_dict")
+
+
+def load_state_dict(site):
+    """model.load_state_dict(sd) -> ms.load_param_into_net(model, sd), then raise like torch's
+    strict load when names are missing or unexpected (MindSpore only returns them).
+    `ckpt['model']` of a flat checkpoint (see save) loads from the whole table: only missing
+    names are checked there, the table also holds the other entries."""
+    sd = site.arg("state_dict")
+    if sd is None:
+        raise Unconvertible("load_state_dict without a state dict", "manual")
+    try:
+        strict = site.literal("strict", True)
+    except ValueError:
+        raise Unconvertible("strict= is not a literal", "manual") from None
+    if site.has("assign"):
+        site.flag("review", f"{site.qualname}: assign= has no MindSpore equivalent (values are always copied)")
+    whole_table = False
+    if isinstance(sd, cst.Subscript) and dotted(sd.value) is not None:
+        sd, whole_table = sd.value, True
+    call = site.expr("{load}({m}, {sd})", load=site.ref("mindspore.load_param_into_net"), m=site.receiver, sd=sd)
+    if not strict or not _statement_call(site):
+        if strict:
+            site.flag("review", f"{site.qualname}: load_param_into_net returns (params not loaded, checkpoint "
+                                f"entries not used) and never raises: check both lists")
+        return call
+    target = site.code(site.receiver)
+    if whole_table:
+        site.before(site.stmt("param_not_load, _ = {call}\n", call=call))
+        site.before(site.stmt(
+            f"if param_not_load:  # torch's strict load raises; load_param_into_net only reports\n"
+            f"    raise RuntimeError(f\"{target}: missing in the checkpoint: {{param_not_load}}\")\n"))
+    else:
+        site.before(site.stmt("param_not_load, ckpt_not_load = {call}\n", call=call))
+        site.before(site.stmt(
+            f"if param_not_load or ckpt_not_load:  # torch's strict load raises; load_param_into_net only reports\n"
+            f"    raise RuntimeError(f\"{target}: missing {{param_not_load}}, unexpected {{ckpt_not_load}}\")\n"))
+    return site.REMOVED
