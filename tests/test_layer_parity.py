@@ -5,6 +5,8 @@ Each case is a torch expression plus input specs. All cases go through the real 
 builds both sides, copies the torch weights into the Cell with the mapping in rules/weights.toml,
 and compares the forward output, the input gradients and the parameter gradients for a random
 cotangent (and, for modules, every state tensor after the forward: BatchNorm running stats).
+The weight mapping is msmigrate.weights applied to rules/weights.toml, so every table entry
+there is exercised here.
 
 Tolerance: a case passes when max|ms - torch| <= tol * (1 + max|torch|) (fp32). The default
 1e-5 covers reassociation noise of fp32 sums (semantics.md measured <= 1.5e-5 abs on conv grads
@@ -17,13 +19,11 @@ import math
 import re
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-WEIGHTS_TOML = ROOT / "rules" / "weights.toml"
 
 
 # --------------------------------------------------------------------------------------
@@ -380,56 +380,13 @@ def converted(cases):
 # the subprocess side
 # --------------------------------------------------------------------------------------
 
-def weight_rules() -> dict:
-    with WEIGHTS_TOML.open("rb") as fh:
-        return tomllib.load(fh)
+def map_state_dict(tmodule) -> dict:
+    """torch state_dict key -> msmigrate.weights.KeyMapping (MindSpore name, layout) through
+    rules/weights.toml; keys MindSpore has no counterpart for are absent."""
+    from msmigrate.weights import map_keys, public_torch_class
 
-
-def torch_class_name(module) -> str | None:
-    for cls in type(module).__mro__:
-        if cls.__module__.startswith("torch.nn.modules"):
-            return f"torch.nn.{cls.__name__}"
-    return None
-
-
-def map_state_dict(tmodule, rules: dict) -> dict[str, tuple[str, list[str]]]:
-    """torch state_dict key -> (MindSpore parameter name, layout changes); dropped keys absent."""
-    modules = dict(tmodule.named_modules())
-    out = {}
-    for key in tmodule.state_dict():
-        parts = key.split(".")
-        new = list(parts)
-        layouts: list[str] = []
-        dropped = False
-        for depth in range(len(parts) - 1, -1, -1):
-            module = modules.get(".".join(parts[:depth]))
-            rule = rules.get(torch_class_name(module)) if module is not None else None
-            if not rule:
-                continue
-            rel = ".".join(parts[depth:])
-            if rel in rule.get("drop", []):
-                dropped = True
-                break
-            for src, dst in rule.get("rename", {}).items():
-                if rel == src or rel.startswith(src + "."):
-                    n = src.count(".") + 1
-                    new[depth:depth + n] = dst.split(".")
-            if rel in rule.get("layout", {}):
-                layouts.append(rule["layout"][rel])
-        if not dropped:
-            out[key] = (".".join(new), layouts)
-    return out
-
-
-def apply_layout(arr, layouts):
-    import numpy as np
-
-    for op in layouts:
-        name, _, arg = op.partition(":")
-        if name != "unsqueeze":
-            raise ValueError(f"unknown layout {op!r}")
-        arr = np.expand_dims(arr, int(arg))
-    return np.ascontiguousarray(arr)
+    classes = {n: public_torch_class(type(m)) for n, m in tmodule.named_modules()}
+    return map_keys(tmodule.state_dict(), classes)[0]
 
 
 def _make(spec, rng):
@@ -474,7 +431,7 @@ def _err(ms_value, torch_value) -> tuple[float, float]:
     return float(np.max(np.abs(a - b))), float(np.max(np.abs(b)))
 
 
-def run_case(index: int, c: dict, tmod, mmod, rules: dict) -> dict:
+def run_case(index: int, c: dict, tmod, mmod) -> dict:
     import mindspore as ms
     import numpy as np
     import torch
@@ -492,19 +449,19 @@ def run_case(index: int, c: dict, tmod, mmod, rules: dict) -> dict:
         t_fn, m_fn = t_fn(), m_fn()
         t_fn.train(c["mode"] == "train")
         m_fn.set_train(c["mode"] == "train")
-        mapping = map_state_dict(t_fn, rules)
+        mapping = map_state_dict(t_fn)
         m_params = dict(m_fn.parameters_and_names())
-        missing = set(m_params) - {name for name, _ in mapping.values()}
-        extra = {name for name, _ in mapping.values()} - set(m_params)
+        missing = set(m_params) - {m.ms_key for m in mapping.values()}
+        extra = {m.ms_key for m in mapping.values()} - set(m_params)
         if missing or extra:
             raise AssertionError(f"weights do not map: MindSpore only {sorted(missing)}, "
                                  f"torch only {sorted(extra)}")
         state = t_fn.state_dict()
-        for key, (name, layouts) in mapping.items():
-            arr = apply_layout(state[key].detach().numpy(), layouts)
-            if tuple(arr.shape) != tuple(m_params[name].shape):
-                raise AssertionError(f"{key} {arr.shape} -> {name} {tuple(m_params[name].shape)}")
-            m_params[name].set_data(ms.Tensor(arr))
+        for key, m in mapping.items():
+            arr = np.ascontiguousarray(m.to_ms(state[key].detach().numpy()))
+            if tuple(arr.shape) != tuple(m_params[m.ms_key].shape):
+                raise AssertionError(f"{key} {arr.shape} -> {m.ms_key} {tuple(m_params[m.ms_key].shape)}")
+            m_params[m.ms_key].set_data(ms.Tensor(arr))
 
     if not is_function(c):
         t_mod, m_mod = t_fn, m_fn
@@ -522,9 +479,8 @@ def run_case(index: int, c: dict, tmod, mmod, rules: dict) -> dict:
         errs[f"out{k}"] = _err(m, t.detach().numpy())
     if mapping:  # state after the forward: BatchNorm running stats (momentum)
         state = t_mod.state_dict()
-        for key, (name, layouts) in mapping.items():
-            errs[f"state:{key}"] = _err(m_params[name].asnumpy(),
-                                        apply_layout(state[key].detach().numpy(), layouts))
+        for key, m in mapping.items():
+            errs[f"state:{key}"] = _err(m_params[m.ms_key].asnumpy(), m.to_ms(state[key].detach().numpy()))
 
     cots = [rng.standard_normal(tuple(t.shape)).astype(np.float32) if t.is_floating_point() else None
             for t in t_out]
@@ -560,13 +516,13 @@ def run_case(index: int, c: dict, tmod, mmod, rules: dict) -> dict:
         errs[f"grad:x{k}"] = _err(g.asnumpy(), t_in[k].grad.numpy())
     if weights:
         by_id = {id(p): n for n, p in m_params.items()}
-        to_torch = {name: (key, layouts) for key, (name, layouts) in mapping.items()}
+        to_torch = {m.ms_key: (key, m) for key, m in mapping.items()}
         t_named = dict(t_mod.named_parameters())
         for p, g in zip(weights, w_grads):
-            key, layouts = to_torch[by_id[id(p)]]
+            key, m = to_torch[by_id[id(p)]]
             tg = t_named[key].grad
             tg = np.zeros(tuple(t_named[key].shape), np.float32) if tg is None else tg.numpy()
-            errs[f"grad:{key}"] = _err(g.asnumpy(), apply_layout(tg, layouts))
+            errs[f"grad:{key}"] = _err(g.asnumpy(), m.to_ms(tg))
     return errs
 
 
@@ -589,7 +545,6 @@ def run_batch(spec_path: str) -> None:
     import traceback
 
     spec = json.loads(Path(spec_path).read_text())
-    rules = weight_rules()
     mods = []
     for name in ("torch_cases", "ms_cases"):
         loader = importlib.util.spec_from_file_location(name, spec[name])
@@ -599,7 +554,7 @@ def run_batch(spec_path: str) -> None:
     results = {}
     for index in spec["run"]:
         try:
-            results[index] = {"errs": run_case(index, spec["cases"][index], *mods, rules)}
+            results[index] = {"errs": run_case(index, spec["cases"][index], *mods)}
         except Exception as exc:  # noqa: BLE001 - reported per case
             results[index] = {"error": f"{type(exc).__name__}: {exc}"[:600],
                               "trace": traceback.format_exc()[-1500:]}

@@ -6,6 +6,14 @@ import libcst as cst
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 
 
+def atom(node):
+    """`node` parenthesised unless it binds tighter than any operator (names, calls, ...)."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+                         cst.SimpleString, cst.Tuple, cst.List)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
 def _is_none(node) -> bool:
     return node is None or (isinstance(node, cst.Name) and node.value == "None")
 
@@ -15,7 +23,7 @@ def softmax(site):
     otherwise (deprecated implicit dim); MindSpore's default is -1. Spell torch's choice out."""
     if site.has("dim"):
         return site.call(site.record.target)
-    x = site.arg("input")
+    x = atom(site.arg("input"))
     args = site.standard_args()
     args.append(kwarg("axis", site.expr("0 if {x}.ndim in (0, 1, 3) else 1", x=x)))
     return site.call(site.record.target, args)
@@ -58,7 +66,7 @@ def normalize(site):
     if not _is_none(site.arg("out")):
         raise Unconvertible("out= has no MindSpore equivalent")
     x = site.arg("input")
-    return site.expr("{x} / {clamp}({norm}({x}, {p}, {dim}, keepdim=True), min={eps})", x=x,
+    return site.expr("{xa} / {clamp}({norm}({x}, {p}, {dim}, keepdim=True), min={eps})", xa=atom(x), x=x,
                      clamp="@mindspore.ops.clamp", norm="@mindspore.ops.norm",
                      p=site.arg("p", cst.Float("2.0")), dim=site.arg("dim", cst.Integer("1")),
                      eps=site.arg("eps", cst.Float("1e-12")))
@@ -97,19 +105,22 @@ def layer_norm(site):
     """ops.layer_norm (LayerNormExt) has no CPU backward kernel in 2.10; the LayerNorm primitive
     has. It normalises from an axis on and rejects negative axes below -1, so a
     multi-dimensional normalized_shape counts from the input's rank."""
-    x, shape = site.arg("input"), site.arg("normalized_shape")
-    try:
-        value = literal_value(shape)
-        dims = 1 if isinstance(value, int) else len(value)
-    except ValueError:
-        dims = None
+    x, shape = atom(site.arg("input")), site.arg("normalized_shape")
+    if isinstance(shape, (cst.Tuple, cst.List)):
+        dims = len(shape.elements)
+    else:
+        try:
+            value = literal_value(shape)
+            dims = 1 if isinstance(value, int) else len(value)
+        except ValueError:
+            dims = None
     if dims == 1:
         axis = cst.parse_expression("-1")
     elif dims is not None:
         axis = site.expr("{x}.ndim - " + str(dims), x=x)
     else:
         axis = site.expr("{x}.ndim - len({s})", x=x, s=shape)
-    params_shape = shape if dims != 1 or not isinstance(literal_value(shape), int) else site.expr("({s},)", s=shape)
+    params_shape = shape if isinstance(shape, (cst.Tuple, cst.List)) or dims != 1 else site.expr("({s},)", s=shape)
     weight = site.arg("weight")
     bias = site.arg("bias")
     if _is_none(weight):
