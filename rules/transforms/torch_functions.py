@@ -439,3 +439,25 @@ def round_decimals(site):
     scale = site.expr("10.0 ** {d}", d=_paren(decimals))
     x = _paren(site.arg("input"))
     return site.expr("{r}({x} * {s}) / {s}", r="@mindspore.ops.round", x=x, s=_paren(scale))
+
+
+def where(site):
+    """torch.where(cond, x, y) is ops.where; torch.where(cond) (and torch.nonzero(x,
+    as_tuple=True)) is one index tensor per dimension: ops.nonzero(as_tuple=True) has no CPU
+    kernel, argwhere's columns are the same indices."""
+    name = site.qualname.rsplit(".", 1)[1]
+    if name == "nonzero":
+        try:
+            as_tuple = _literal(site, "as_tuple", False)
+        except ValueError:
+            raise Unconvertible("as_tuple is not a literal") from None
+        if not as_tuple:
+            site.bound.pop("as_tuple", None)
+            return site.call(site.record.target)
+        _no_out(site)
+        cond = site.arg("input")
+    else:
+        if site.has("input") or site.has("other"):
+            return site.call(site.record.target)
+        cond = site.arg("condition")
+    return site.expr("{u}({a}({c}), 1)", u="@mindspore.ops.unbind", a="@mindspore.ops.argwhere", c=cond)
