@@ -183,6 +183,151 @@ def weights(source, output, key, ms_model, torch_model):
     click.echo(summary)
 
 
+def _codes(values) -> list[str]:
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--select", multiple=True, help="Only these codes or prefixes (comma-separated; ALL = every rule).")
+@click.option("--extend-select", multiple=True, help="Add codes or prefixes to the selection (e.g. MSG6 for info).")
+@click.option("--ignore", multiple=True, help="Skip these codes or prefixes.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix/--diff, also apply unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a diff instead of writing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
+@click.option("--strict/--no-strict", default=None,
+              help="The project compiles with fullgraph=True (STRICT); default from pyproject.")
+@click.option("-j", "--jobs", type=int, default=1, show_default=True, help="Parallel worker processes (0 = all CPUs).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="pyproject.toml to read [tool.msmigrate.lint] from (default: found from the first path).")
+def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, strict,
+         jobs, no_cache, config_path):
+    """Find code MindSpore will fail to compile, compile into wrong results, or run slowly.
+
+    Analyses Cell.construct, @jit functions and everything they call. Prints
+    `path:line:col: CODE [*] message` ([*]: a fix exists). Exit status: 0 clean,
+    1 findings, 2 errors (unreadable files, syntax errors, bad configuration).
+    """
+    import os
+
+    from msmigrate.lint.config import find_pyproject, load_config
+    from msmigrate.lint.linter import all_rules, lint_source
+    from msmigrate.lint.output import render, statistics as stats_text
+    from msmigrate.lint.runner import apply_fixes, lint_paths
+
+    pyproject = config_path or find_pyproject(paths[0] if paths[0].exists() else Path.cwd())
+    try:
+        config = load_config(pyproject).merged(_codes(select), _codes(ignore), _codes(extend_select), strict)
+    except (ValueError, OSError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    known = {r.code for r in all_rules()}
+    for sel in config.select + config.ignore + config.extend_select:
+        if sel != "ALL" and not any(c.startswith(sel) for c in known):
+            click.echo(f"error: unknown rule selector {sel!r} (see `msmigrate rules`)", err=True)
+            sys.exit(EXIT_ERROR)
+    missing = [p for p in paths if not p.exists()]
+    errors = [(str(p), "1:1: error: no such file or directory") for p in missing]
+    jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    root = pyproject.parent if pyproject else Path.cwd()
+    results = lint_paths([p for p in paths if p.exists()], config, jobs=jobs, cache_root=root,
+                         use_cache=not no_cache)
+    diags, fixed_count = [], 0
+    for res in results:
+        if res.error:
+            errors.append((res.path, f"{res.error}"))
+            continue
+        if (fix or diff) and any(d.fixable and (d.fix_safe or unsafe_fixes) for d in res.diagnostics):
+            from msmigrate.files import read_source, write_atomic
+
+            original = read_source(Path(res.path))
+            bom = original.startswith("\ufeff")
+            text = original[1:] if bom else original
+            new, applied = apply_fixes(text, res.diagnostics, unsafe_fixes)
+            fixed_count += len(applied)
+            if diff:
+                sys.stdout.writelines(difflib.unified_diff(
+                    text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{res.path}", f"b/{res.path}"))
+                diags.extend(d for d in res.diagnostics if d not in applied)
+            else:
+                write_atomic(Path(res.path), ("\ufeff" if bom else "") + new)
+                diags.extend(lint_source(new, res.path, config))
+            continue
+        diags.extend(res.diagnostics)
+    diags.sort()
+    rules = all_rules()
+    out = render(fmt, diags if not diff else [], errors, rules) if not (diff and fmt == "text") else ""
+    if out:
+        click.echo(out)
+    summary_err = fmt != "text" or diff
+    if statistics and diags:
+        click.echo(stats_text(diags, rules), err=summary_err)
+    n = len(diags)
+    fixable = sum(1 for d in diags if d.fixable and (d.fix_safe or unsafe_fixes))
+    hidden_unsafe = sum(1 for d in diags if d.fixable and not d.fix_safe and not unsafe_fixes)
+    parts = []
+    if diff:
+        parts.append(f"Would fix {fixed_count} finding{'s' if fixed_count != 1 else ''}")
+    elif fix and fixed_count:
+        parts.append(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}")
+    if n:
+        tail = f" ({fixable} fixable with --fix)" if fixable and not fix and not diff else ""
+        if hidden_unsafe and not diff:
+            tail += f" ({hidden_unsafe} more with --unsafe-fixes)"
+        parts.append(f"Found {n} finding{'s' if n != 1 else ''}{tail}")
+    elif not diff:
+        parts.append("All checks passed!")
+    if errors:
+        parts.append(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be linted")
+    skipped = sum(1 for r in results if r.skipped)
+    parts.append(f"{len(results)} file{'s' if len(results) != 1 else ''} checked ({skipped} without compiled code)")
+    click.echo(". ".join(parts) + ".", err=summary_err)
+    if errors:
+        sys.exit(EXIT_ERROR)
+    if exit_zero:
+        sys.exit(EXIT_OK)
+    if (diags and not diff) or (diff and fixed_count):
+        sys.exit(EXIT_FINDINGS)
+
+
+@cli.command()
+@click.argument("code")
+def rule(code):
+    """Print the documentation of one lint rule (by code, e.g. MSG101, or by name)."""
+    from msmigrate.lint.linter import rule_by_code
+
+    r = rule_by_code(code)
+    if r is None:
+        click.echo(f"error: no rule {code!r} (see `msmigrate rules`)", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(r.documentation())
+
+
+@cli.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_cmd(fmt):
+    """List all lint rules: code, name, severity, fix, default selection."""
+    from msmigrate.lint.linter import all_rules
+    from msmigrate.lint.rule import CATEGORIES
+
+    rules = all_rules()
+    if fmt == "json":
+        click.echo(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity,
+                                "category": CATEGORIES.get(r.code[3], ""), "fix": r.fix_safety,
+                                "default": r.default, "summary": r.doc_sections()["summary"]} for r in rules],
+                              indent=2))
+        return
+    for r in rules:
+        fixmark = {"safe": "[*]", "unsafe": "[u]"}.get(r.fix_safety or "", "   ")
+        off = "" if r.default else "  (opt-in)"
+        click.echo(f"{r.code}  {fixmark}  {r.severity:<7}  {r.name:<32} {r.doc_sections()['summary']}{off}")
+
+
 def main() -> None:
     cli()
 

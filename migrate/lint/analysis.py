@@ -16,6 +16,11 @@ CONST_METHODS = frozenset({"dim", "ndimension", "numel", "nelement", "is_contigu
 # Builtins whose result never depends on tensor values.
 CONST_BUILTINS = frozenset({"len", "isinstance", "issubclass", "type", "hasattr", "getattr",
                             "callable", "range", "id", "str", "repr", "print", "super"})
+# MindSpore ops (functions or Primitive classes) whose result is known at compile time.
+CONST_OPS = frozenset({"shape", "rank", "dtype", "size", "numel", "Shape", "Rank", "DType", "Size", "get_shape", "typeof",
+                       "is_sequence_shape_unknown", "is_sequence_value_unknown", "isconstant"})
+# Decorators of functions MindSpore evaluates at compile time (never graph code, constant result).
+CONST_DECORATORS = frozenset({"constexpr", "_primexpr", "primexpr", "_constexpr"})
 GRAD_TRANSFORMS = frozenset({"mindspore.value_and_grad", "mindspore.grad",
                              "mindspore.ops.value_and_grad", "mindspore.ops.grad",
                              "mindspore.ops.GradOperation"})
@@ -72,6 +77,7 @@ class FileModel:
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, ast.FunctionDef] = {}
         self.module_names: set[str] = set()
+        self.const_callables: set[str] = set()        # module-level `shape = ops.Shape()`
         self.imports_mindspore = False
         self.imports_torch = False
         self.cell_classes: set[str] = set()
@@ -80,6 +86,7 @@ class FileModel:
         self.graph_nodes: set[int] = set()
         self.cell_params: dict[str, set[str]] = {}   # class -> self attrs that hold Parameters/Tensors
         self.cell_children: dict[str, set[str]] = {}  # class -> self attrs that hold Cells/ops
+        self.attr_kinds: dict[str, dict[str, str]] = {}  # class -> self attr -> class it was built from
         self.instances: dict[str, str] = {}           # variable -> in-file Cell class it holds
         self.jit_entries: set[str] = set()            # names of jitted functions / wrappers
         self._grad_targets: dict[str, str] = {}       # grad_fn name -> function it differentiates
@@ -161,6 +168,9 @@ class FileModel:
                     for n in ast.walk(t):
                         if isinstance(n, ast.Name):
                             self.module_names.add(n.id)
+                v = stmt.value
+                if isinstance(v, ast.Call) and (dotted(v.func) or "").rsplit(".", 1)[-1] in CONST_OPS:
+                    self.const_callables.update(t.id for t in targets if isinstance(t, ast.Name))
         # mindspore's own package: relative imports inside mindspore resolve to mindspore
         for k, v in list(self.aliases.items()):
             if v.startswith(".") and (v.lstrip(".").startswith(("ops", "nn", "common", "cell", "layer"))):
@@ -232,15 +242,46 @@ class FileModel:
         # construct of every Cell subclass, and self attributes of Cells
         for name in self.cell_classes:
             cls = self.classes[name]
-            params, children = set(), set()
+            params, children, kinds = set(), set(), {}
             for stmt in cls.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     if stmt.name == "construct":
                         self._add(stmt, cls, f"construct of Cell '{name}'")
                     if stmt.name != "construct":
-                        self._scan_self_attrs(stmt, params, children)
+                        self._scan_self_attrs(stmt, params, children, kinds)
             self.cell_params[name] = params
             self.cell_children[name] = children
+            self.attr_kinds[name] = kinds
+        # attributes set up in in-file base classes' __init__ belong to subclasses too
+        for name in self.cell_classes:
+            todo, seen = [name], set()
+            while todo:
+                base = todo.pop()
+                if base in seen or base not in self.classes:
+                    continue
+                seen.add(base)
+                if base != name and base in self.cell_params:
+                    self.cell_params[name] |= self.cell_params[base]
+                    self.cell_children[name] |= self.cell_children[base]
+                    for k, v in self.attr_kinds[base].items():
+                        self.attr_kinds[name].setdefault(k, v)
+                todo.extend(dotted(b) for b in self.classes[base].bases if dotted(b))
+        # functions registered on a MultitypeFuncGraph: graph code, typed by the registration
+        multitype = set()
+        for stmt in self.tree.body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                    (dotted(stmt.value.func) or "").endswith("MultitypeFuncGraph"):
+                multitype.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        for fn in self.functions.values():
+            for dec in fn.decorator_list:
+                if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "register" \
+                        and isinstance(dec.func.value, ast.Name) and dec.func.value.id in multitype:
+                    g = self._add(fn, None, f"registered on MultitypeFuncGraph '{dec.func.value.id}'")
+                    if g is not None:
+                        names = [a.arg for a in fn.args.args]
+                        types = [a.value for a in dec.args if isinstance(a, ast.Constant)]
+                        g.tensor_params = {n for n, t in zip(names, types) if t == "Tensor"}
+                        g.why = "called from compiled code: " + g.why
         # @jit functions and methods, jit(...) wrappers, grad transforms
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -267,6 +308,15 @@ class FileModel:
                         if isinstance(t, ast.Name):
                             self.instances[t.id] = call.func.id
 
+    @staticmethod
+    def compile_time(fn) -> bool:
+        """@constexpr / @_primexpr functions run at compile time on constants."""
+        for dec in fn.decorator_list:
+            d = dotted(dec.func if isinstance(dec, ast.Call) else dec) or ""
+            if d.rsplit(".", 1)[-1] in CONST_DECORATORS:
+                return True
+        return False
+
     def _owner(self, fn) -> ast.ClassDef | None:
         for cls in self.classes.values():
             if fn in cls.body:
@@ -279,7 +329,7 @@ class FileModel:
         elif isinstance(target, ast.Attribute) and target.attr == "construct":
             pass  # construct of a Cell is already graph code
 
-    def _scan_self_attrs(self, fn, params: set[str], children: set[str]) -> None:
+    def _scan_self_attrs(self, fn, params: set[str], children: set[str], kinds: dict[str, str]) -> None:
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
@@ -287,6 +337,7 @@ class FileModel:
                         v = node.value
                         if isinstance(v, ast.Call):
                             last = (dotted(v.func) or "").rsplit(".", 1)[-1]
+                            kinds[t.attr] = last
                             if last in ("Parameter", "Tensor", "tensor") or last.startswith(("zeros", "ones")):
                                 params.add(t.attr)
                             elif last[:1].isupper() or last in self.cell_classes:
@@ -319,7 +370,7 @@ class FileModel:
             ann = dotted(a.annotation) if a.annotation is not None else None
             if ann in ("int", "float", "bool", "str"):
                 continue
-            if isinstance(d, ast.Constant) and d.value is not None:
+            if isinstance(d, ast.Constant):  # literal defaults (incl. None) mark options, not tensors
                 continue
             out.add(a.arg)
         for extra in (args.vararg, args.kwarg):
@@ -398,7 +449,7 @@ class FileModel:
             if target is None:
                 continue
             fn, owner, bound = target
-            if fn.name == "__init__":
+            if fn.name == "__init__" or self.compile_time(fn):
                 continue
             callee = self.graph.get(fn)
             if callee is None:
@@ -464,10 +515,14 @@ class FileModel:
 
     def _call_is_tensor(self, node: ast.Call, g: GraphFunction) -> bool:
         f = node.func
+        if isinstance(f, ast.Call) and (dotted(f.func) or "").rsplit(".", 1)[-1] in CONST_OPS:
+            return False  # P.Shape()(x)
         args_tensor = any(self.is_tensor(a, g) for a in node.args) or \
             any(self.is_tensor(k.value, g) for k in node.keywords)
         if isinstance(f, ast.Name):
-            if f.id in CONST_BUILTINS:
+            if f.id in CONST_BUILTINS or f.id in self.const_callables:
+                return False
+            if f.id in self.functions and self.compile_time(self.functions[f.id]):
                 return False
             if f.id in self.functions or f.id in self._grad_targets:
                 return args_tensor or f.id in self._grad_targets
@@ -478,9 +533,14 @@ class FileModel:
             if isinstance(recv, ast.Name) and recv.id == "self":
                 cls = g.cls.name if g.cls is not None else None
                 if cls and f.attr in self.class_methods(cls):
-                    return args_tensor
+                    method = self.class_methods(cls)[f.attr]
+                    return False if self.compile_time(method) else args_tensor
+                if cls and self.attr_kinds.get(cls, {}).get(f.attr) in CONST_OPS:
+                    return False
                 return True  # a sub-Cell or operator held by the Cell
             q = self.qualname(f) or ""
+            if q.rsplit(".", 1)[-1] in CONST_OPS and q.startswith("mindspore"):
+                return False
             if q.startswith(("mindspore.ops", "mindspore.mint", "mindspore.numpy", "mindspore.nn.functional")):
                 return True
             if q.startswith("mindspore.") and q.rsplit(".", 1)[-1] in ("Tensor", "tensor"):
@@ -488,9 +548,25 @@ class FileModel:
             if self.is_tensor(recv, g):
                 return True
         q = self.qualname(f) or ""
+        if q.startswith("mindspore") and q.rsplit(".", 1)[-1] in CONST_OPS:
+            return False
         if q.startswith(("mindspore.ops", "mindspore.mint")):
             return True
         return args_tensor
+
+    def is_tensor_derived(self, node: ast.AST, g: GraphFunction) -> bool:
+        """Tensor-valued through an op, a Tensor method or a value computed from one, not only
+        through a bare parameter (whose type is a guess: it may be a Python number)."""
+        if not self.is_tensor(node, g):
+            return False
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in g.tensors and n.id not in g.tensor_params:
+                return True
+            if isinstance(n, (ast.Call, ast.Subscript)) and self.is_tensor(n, g):
+                return True
+            if isinstance(n, ast.Attribute) and n.attr not in SHAPE_ATTRS and self.is_tensor(n, g):
+                return True
+        return False
 
     def in_graph(self, node: ast.AST) -> bool:
         return id(node) in self.graph_nodes

@@ -98,6 +98,9 @@ class Context:
     def is_tensor(self, node: ast.AST) -> bool:
         return self.graph is not None and self.model.is_tensor(node, self.graph)
 
+    def is_tensor_derived(self, node: ast.AST) -> bool:
+        return self.graph is not None and self.model.is_tensor_derived(node, self.graph)
+
     def qualname(self, node: ast.AST) -> str | None:
         return self.model.qualname(node)
 

@@ -51,7 +51,7 @@ class BranchOnlyBinding(Rule):
     claim = "compile-error"
 
     def visit_If(self, node, ctx):
-        if not ctx.in_graph or self._folded_early(node.test):
+        if not ctx.in_graph or not self._parsed_both_ways(node.test, ctx):
             return
         body = set() if _always_exits(node.body) else _bound(node.body)
         orelse = set() if _always_exits(node.orelse) else _bound(node.orelse)
@@ -66,24 +66,30 @@ class BranchOnlyBinding(Rule):
             return
         fn = ctx.functions[-1] if ctx.functions else ctx.graph.node
         before = set(a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs)
-        after = set()
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name):
-                if isinstance(n.ctx, ast.Store) and n.lineno < node.lineno:
-                    before.add(n.id)
-                elif isinstance(n.ctx, ast.Load) and n.lineno > node.end_lineno:
-                    after.add(n.id)
+        first_use = {}
+        for n in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Name)), key=lambda n: (n.lineno, n.col_offset)):
+            if n.lineno < node.lineno and isinstance(n.ctx, ast.Store):
+                before.add(n.id)
+            elif n.lineno > node.end_lineno:
+                first_use.setdefault(n.id, n.ctx)
+        after = {name for name, c in first_use.items() if isinstance(c, ast.Load)}
         for name in sorted(one_sided - before):
             if name in after:
                 self.report(node, f"'{name}' is bound in only one branch of this `if` and used after "
                                   f"it: the graph cannot join the branches; bind it before the `if`")
 
     @staticmethod
-    def _folded_early(test) -> bool:
-        """`if self.flag:` / `if not self.flag:` was observed to compile with one-sided bindings."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test = test.operand
-        return isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"
+    def _parsed_both_ways(test, ctx) -> bool:
+        """Conditions observed to make the compiler join both branches: tensor values, and tests
+        built only from the function's parameters, shapes and module-level names. Tests that
+        read `self` (folded while parsing, observed to compile) or other locals are not flagged."""
+        if ctx.is_tensor(test):
+            return True
+        fn = ctx.functions[-1] if ctx.functions else ctx.graph.node
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs} - {"self", "cls"}
+        allowed = params | ctx.model.module_names | set(ctx.model.classes) | {"len", "isinstance"}
+        names = [n.id for n in ast.walk(test) if isinstance(n, ast.Name)]
+        return bool(names) and all(n in allowed for n in names)
 
     VALID = [
         """
@@ -119,6 +125,21 @@ def f(x):
     else:
         y = x
     return y
+""",
+        """
+from mindspore import nn
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.mode = "double"
+
+    def construct(self, x):
+        if self.mode == "double":
+            y = x * 2
+        elif self.mode is None:
+            y = x
+        return y
 """,
     ]
     INVALID = [

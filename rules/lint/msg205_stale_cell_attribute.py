@@ -7,9 +7,9 @@ class StaleCellAttribute(Rule):
     """Flags changes to a Cell's plain Python attributes that `construct` reads.
 
     ## What it does
-    Finds assignments like `net.scale = 2.0` (outside the class) or `self.scale = v` in a
-    method other than `__init__`/`construct`, where `construct` reads `self.scale` and the
-    attribute is not a `Parameter`.
+    Finds assignments like `net.scale = 2.0` on an instance of an in-file Cell class, where
+    `construct` reads `self.scale` and the attribute is not a `Parameter`. (Writes inside the
+    class's own methods are not flagged: they are usually set-up before the first call.)
 
     ## Why is this bad?
     The compiled graph keeps the value the attribute had at compile time: changing it later
@@ -59,12 +59,6 @@ class StaleCellAttribute(Rule):
                 - model.cell_children.get(cls_name, set()) - {"training"}
         if not reads:
             return
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.ClassDef) and node.name in reads:
-                for fn in node.body:
-                    if isinstance(fn, ast.FunctionDef) and fn.name not in ("__init__", "construct") \
-                            and fn not in model.graph:
-                        self._check_writes(fn, "self", node.name, reads, ctx)
         for var, cls_name in model.instances.items():
             if cls_name in reads:
                 self._check_writes(ctx.tree, var, cls_name, reads, ctx)

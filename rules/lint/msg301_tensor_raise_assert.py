@@ -8,7 +8,9 @@ class TensorRaiseAssert(Rule):
 
     ## What it does
     Finds `raise` inside an `if`/`while` whose condition depends on tensor values, and
-    `assert <tensor-valued expression>`. Checks on shapes or constants are not flagged.
+    `assert <tensor-valued expression>`. Checks on shapes or constants are not flagged, nor
+    checks on a bare parameter (it may hold a Python number): the value must come from an op,
+    a Tensor method or an expression computed from one.
 
     ## Why is this bad?
     It compiles and raises correctly the first time (after about 3 s), but afterwards every
@@ -36,12 +38,12 @@ class TensorRaiseAssert(Rule):
     claim = "breaks-after-trigger"
 
     def visit_Raise(self, node, ctx):
-        if ctx.in_graph and ctx.tensor_conds:
+        if ctx.in_graph and any(ctx.is_tensor_derived(c.test) for c in ctx.tensor_conds):
             self.report(node, "raise under a tensor-valued condition: after it fires once, every later call "
                               "of this compiled graph fails; validate outside the graph")
 
     def visit_Assert(self, node, ctx):
-        if ctx.in_graph and ctx.is_tensor(node.test):
+        if ctx.in_graph and ctx.is_tensor_derived(node.test):
             self.report(node, "assert on tensor values: after it fails once, every later call of this "
                               "compiled graph fails; validate outside the graph")
 

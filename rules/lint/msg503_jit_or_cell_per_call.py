@@ -8,7 +8,8 @@ class JitOrCellPerCall(Rule):
 
     ## What it does
     Finds `ms.jit(fn)` inside a loop or called immediately (`ms.jit(fn)(x)`) inside a function,
-    and Cells constructed inside a loop and called in that loop (or `Net()(x)` in a function).
+    and Cells constructed inside a loop and called in that loop (`net = Net(); net(x)` or
+    `Net()(x)`), outside compiled code.
 
     ## Why is this bad?
     Compiled graphs are cached per jit object and per Cell instance. A new one compiles again
@@ -42,13 +43,12 @@ class JitOrCellPerCall(Rule):
         if ctx.in_graph:
             return
         f = node.func
-        if isinstance(f, ast.Call) and ctx.functions:
-            if ctx.model._is_jit(f.func)[0]:
-                self.report(node, "ms.jit(...) applied on every call compiles every time: create the wrapper once")
-                return
-            if self._is_cell_class(f.func, ctx):
-                self.report(node, "a Cell constructed and called per call compiles every time: create it once")
-                return
+        if isinstance(f, ast.Call) and ctx.functions and ctx.model._is_jit(f.func)[0]:
+            self.report(node, "ms.jit(...) applied on every call compiles every time: create the wrapper once")
+            return
+        if isinstance(f, ast.Call) and ctx.loops and self._is_cell_class(f.func, ctx):
+            self.report(node, "a Cell constructed and called in a loop compiles every iteration: create it once")
+            return
         if not ctx.loops:
             return
         if ctx.model._is_jit(f)[0] and node.args:

@@ -1,0 +1,181 @@
+"""Lint many files: discovery, content-hash cache, parallel workers, fixes.
+
+The cache maps sha256(rules version, config, path, content) to the file's findings, so an
+unchanged tree re-lints without parsing anything. It lives in `.msmigrate_cache/lint.json`
+under the project root (the directory holding pyproject.toml, else the current directory).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from msmigrate import __version__
+from msmigrate.diagnostics import Diagnostic
+from msmigrate.lint.config import LintConfig
+from msmigrate.lint.linter import all_rules, lint_source, might_compile
+
+CACHE_DIR = ".msmigrate_cache"
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
+                       CACHE_DIR, ".mypy_cache", ".pytest_cache", "build", "dist"})
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None          # unreadable / syntax error: "line:col: message"
+    skipped: bool = False              # no compiled code possible (prefilter)
+    cached: bool = False
+    lines: int = 0
+
+
+def iter_files(paths: list[Path]) -> list[Path]:
+    out = []
+    for p in paths:
+        if p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+                out.extend(Path(root, f) for f in sorted(files) if f.endswith(".py"))
+        else:
+            out.append(p)
+    return out
+
+
+def rules_fingerprint() -> str:
+    """Changes whenever a rule module changes, so cached results never outlive the rules."""
+    import msmigrate.lint as lint_pkg
+    import msmigrate.rules.lint as rules_pkg
+
+    h = hashlib.sha256(__version__.encode())
+    for pkg in (lint_pkg, rules_pkg):
+        for d in pkg.__path__:
+            for f in sorted(Path(d).glob("*.py")):
+                st = f.stat()
+                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def _lint_one(args) -> FileResult:
+    path, config = args
+    res = FileResult(str(path))
+    try:
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        res.error = f"1:1: cannot read file: {exc}"
+        return res
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    res.lines = text.count("\n") + 1
+    if not might_compile(text):
+        res.skipped = True
+        return res
+    try:
+        res.diagnostics = lint_source(text, str(path), config)
+    except SyntaxError as exc:
+        res.error = f"{exc.lineno or 1}:{(exc.offset or 0) or 1}: syntax error: {exc.msg}"
+    except RecursionError:
+        res.error = "1:1: file too deeply nested to analyse"
+    return res
+
+
+class Cache:
+    def __init__(self, root: Path, config: LintConfig, enabled: bool = True):
+        self.enabled = enabled
+        self.file = root / CACHE_DIR / "lint.json"
+        self.salt = rules_fingerprint() + config.key()
+        self.entries: dict = {}
+        self.dirty = False
+        if enabled and self.file.is_file():
+            try:
+                self.entries = json.loads(self.file.read_text())
+            except (OSError, ValueError):
+                self.entries = {}
+
+    def key(self, path: Path, data: bytes) -> str:
+        return hashlib.sha256(self.salt.encode() + str(path).encode() + b"\0" + data).hexdigest()
+
+    def get(self, key: str) -> FileResult | None:
+        hit = self.entries.get(key) if self.enabled else None
+        if hit is None:
+            return None
+        diags = [Diagnostic(**{**d, "fix": tuple(tuple(e) for e in d.get("fix", ()))}) for d in hit["d"]]
+        return FileResult(hit["p"], diags, hit.get("e"), hit.get("s", False), True, hit.get("n", 0))
+
+    def put(self, key: str, res: FileResult) -> None:
+        if self.enabled:
+            self.entries[key] = {"p": res.path, "d": [d.to_dict() for d in res.diagnostics], "e": res.error,
+                                 "s": res.skipped, "n": res.lines}
+            self.dirty = True
+
+    def save(self, live_keys: set[str]) -> None:
+        if not (self.enabled and self.dirty):
+            return
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        gitignore = self.file.parent / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("*\n")
+        # keep only entries for the files seen in this run, plus a bounded number of others
+        kept = {k: v for k, v in self.entries.items() if k in live_keys}
+        tmp = self.file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(kept))
+        os.replace(tmp, self.file)
+
+
+def lint_paths(paths: list[Path], config: LintConfig, jobs: int = 1, cache_root: Path | None = None,
+               use_cache: bool = True) -> list[FileResult]:
+    files = iter_files(paths)
+    cache = Cache(cache_root or Path.cwd(), config, enabled=use_cache)
+    results: dict[int, FileResult] = {}
+    todo, keys, live = [], {}, set()
+    for i, f in enumerate(files):
+        try:
+            data = f.read_bytes()
+        except OSError as exc:
+            results[i] = FileResult(str(f), error=f"1:1: cannot read file: {exc}")
+            continue
+        k = cache.key(f, data)
+        live.add(k)
+        hit = cache.get(k)
+        if hit is not None:
+            hit.path = str(f)
+            results[i] = hit
+        else:
+            keys[i] = k
+            todo.append(i)
+    if todo:
+        all_rules()  # import the rules once before forking workers
+        work = [(files[i], config) for i in todo]
+        if jobs > 1 and len(todo) > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                done = list(pool.map(_lint_one, work, chunksize=max(1, len(work) // (jobs * 8))))
+        else:
+            done = [_lint_one(w) for w in work]
+        for i, res in zip(todo, done):
+            results[i] = res
+            if res.error is None or "syntax error" in res.error:
+                cache.put(keys[i], res)
+    cache.save(live)
+    return [results[i] for i in range(len(files))]
+
+
+def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple[str, list[Diagnostic]]:
+    """Apply non-overlapping fixes (safe ones, plus unsafe ones if asked); returns the new text
+    and the diagnostics that were fixed."""
+    chosen, taken = [], []
+    for d in sorted(diagnostics, key=lambda d: min((e[0] for e in d.fix), default=0)):
+        if not d.fix or not (d.fix_safe or unsafe):
+            continue
+        spans = [(e[0], e[1]) for e in d.fix]
+        if any(s < te and ts < e or s == e == ts for s, e in spans for ts, te in taken):
+            continue
+        taken.extend(spans)
+        chosen.append(d)
+    edits = sorted((e for d in chosen for e in d.fix), key=lambda e: (e[0], e[1]), reverse=True)
+    for start, end, new in edits:
+        text = text[:start] + new + text[end:]
+    return text, chosen
