@@ -682,6 +682,8 @@ class Rewriter(cst.CSTTransformer):
         if len(candidates) == 1:
             return candidates[0]
         inst = self.instances.get(dotted(receiver) or "")
+        if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
+            inst = self.call_records.get(id(receiver), (None,))[0]
         is_cell = inst is not None and inst.torch.startswith("torch.nn.")
         prefix = "torch.nn.Module." if is_cell else "torch.Tensor."
         return next((c for c in candidates if c.torch.startswith(prefix)), candidates[0])
@@ -754,6 +756,8 @@ def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) 
             return True
         return isinstance(original, cst.Expr) and isinstance(original.value, cst.Call) and \
             isinstance(updated.value, (cst.Name, cst.Attribute))
+    if isinstance(updated, cst.Assign) and all(_is_removed(t.target) for t in updated.targets):
+        return True  # a setting with nothing to set (`torch.backends.cudnn.benchmark = True`)
     if isinstance(updated, cst.Assign) and len(updated.targets) == 1 and isinstance(original, cst.Assign):
         if original.value.deep_equals(updated.value):
             return False

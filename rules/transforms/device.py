@@ -1,0 +1,115 @@
+"""Devices and backend flags: placement is global in MindSpore, so most of these become values or
+nothing; the program's own device logic keeps running on the strings."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import Unconvertible
+from msmigrate.mapping import transform_function
+from msmigrate.names import dotted
+
+
+def gpu_count(site):
+    """torch.cuda.device_count() is 0 without CUDA; MindSpore's raises without a GPU target."""
+    gpu = site.ref("mindspore.device_context.gpu")
+    return site.expr("({g}.device_count() if {g}.is_available() else 0)", g=gpu)
+
+
+def accelerator_available(site):
+    return site.expr("{get}('device_target') != 'CPU'", get=site.ref("mindspore.get_context"))
+
+
+def accelerator_count(site):
+    return site.expr("(1 if {get}('device_target') != 'CPU' else 0)", get=site.ref("mindspore.get_context"))
+
+
+def set_gpu(site):
+    dev = site.arg("device")
+    if dev is None:
+        raise Unconvertible("set_device without a device", "manual")
+    return site.expr("{set}('GPU', {d})", set=site.ref("mindspore.set_device"), d=dev)
+
+
+def current_device(site):
+    return site.expr("{get}('device_id')", get=site.ref("mindspore.get_context"))
+
+
+def false_value(site):
+    return cst.Name("False")
+
+
+def _assigned_value(site):
+    """The right-hand side when the statement being converted assigns to this reference."""
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        if len(assign.targets) == 1 and site.rw.scopes.resolve(assign.targets[0].target) == site.qualname:
+            return assign.value
+    return None
+
+
+def setting_removed(site):
+    """`torch.backends.cudnn.benchmark = True`: no MindSpore setting; the statement goes."""
+    if site.is_call or _assigned_value(site) is None:
+        raise Unconvertible("read as a value: MindSpore has no such setting", "manual")
+    return site.REMOVED
+
+
+def deterministic_setting(site):
+    """`torch.backends.cudnn.deterministic = v` -> `ms.set_deterministic(v)`."""
+    value = _assigned_value(site)
+    if site.is_call or value is None:
+        raise Unconvertible("read as a value: MindSpore has no getter for determinism", "manual")
+    site.before(cst.SimpleStatementLine([cst.Expr(site.expr(
+        "{set}({v})", set=site.ref("mindspore.set_deterministic"), v=value))]))
+    return site.REMOVED
+
+
+def _is_dtype(site, node) -> bool:
+    q = site.rw.scopes.resolve(node)
+    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[-1] in _DTYPES:
+        return True
+    code = site.code(node)
+    return code.startswith(("ms.", "mindspore.")) and code.rsplit(".", 1)[-1] in _DTYPES
+
+
+_DTYPES = {"float16", "half", "float32", "float", "float64", "double", "bfloat16", "int8", "int16", "int32",
+           "int64", "long", "int", "uint8", "bool"}
+
+
+def module_to(site):
+    """model.to(device) -> model (Cells use the global device); model.to(dtype) ->
+    model.to_float(dtype), flagged: torch casts the parameters themselves."""
+    values = [a.value for a in site.node.args]
+    dtypes = [v for v in values if _is_dtype(site, v)]
+    if dtypes:
+        if len(values) > 1:
+            raise Unconvertible("model.to(device, dtype): convert the dtype part by hand", "manual")
+        site.flag("review", f"{site.qualname}: torch casts the stored parameters; Cell.to_float casts the "
+                            f"computation (parameters stay float32, as with auto_mixed_precision)")
+        return site.expr("{r}.to_float({d})", r=site.receiver, d=dtypes[0])
+    _register_created_cell(site)
+    return site.receiver
+
+
+def _register_created_cell(site) -> None:
+    """`model = Net().to(device)` becomes `model = Net()`: the construction hooks (set_train) and
+    the instance tracking that `model = Net()` gets must still happen."""
+    receiver = site.receiver
+    if not isinstance(receiver, cst.Call):
+        return
+    func = receiver.func
+    rec = site.rw.local_classes.get(dotted(func) or "")
+    if rec is None:
+        q = site.rw.scopes.resolve(func)
+        rec = site.rw.table.lookup(q) if q and q.startswith("torch.nn.") else None
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if rec is None or not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                           and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+        return
+    name = dotted(stmt.body[0].targets[0].target)
+    if name is None:
+        return
+    site.rw.instances[name] = rec
+    if rec.on_instantiate:
+        transform_function(rec.on_instantiate)(site, name)
