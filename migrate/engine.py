@@ -656,6 +656,8 @@ class Rewriter(cst.CSTTransformer):
             rec = self.instances[name]
             site = Site(self, rec, rec.torch, updated)
             return transform_function(rec.instance_call)(site)
+        if name in self.instances:
+            return updated  # `self.norm(x)` calls a layer object, not a method `norm` of `self`
         if isinstance(original.func, cst.Attribute):
             return self._convert_method(original, updated)
         return updated
