@@ -1,0 +1,213 @@
+"""`msmigrate lint` / `rule` / `rules`: exit codes, formats, selection, noqa, config, fixes, cache."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from msmigrate.cli import cli
+from msmigrate.lint import LintConfig, lint_source
+
+BAD = textwrap.dedent("""\
+    import mindspore as ms
+    from mindspore import nn
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.1)
+
+        def construct(self, x):
+            for k in range(2):
+                x = x + k
+            else:
+                x = x * 2
+            try:
+                y = x + 1
+            except ValueError:
+                y = x
+            return self.drop(y) * float(x.sum().asnumpy())
+    """)
+CLEAN = textwrap.dedent("""\
+    import mindspore as ms
+
+    @ms.jit
+    def f(x):
+        if x.sum() > 0:
+            return x * float(x.sum())
+        return x.item() + len(x.shape)
+    """)
+
+
+def run(args, cwd):
+    import os
+
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(cli, ["lint", *args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    (tmp_path / "plain.py").write_text("print('no graph code here')\n")
+    return tmp_path
+
+
+def test_exit_codes_and_text_format(project):
+    r = run(["--no-cache", "clean.py", "plain.py"], project)
+    assert r.exit_code == 0, r.output
+    assert "All checks passed!" in r.output
+    r = run(["--no-cache", "bad.py"], project)
+    assert r.exit_code == 1
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("bad.py:")]
+    assert "bad.py:7:21: MSG701 [*] nn.Dropout(0.1) is keep_prob=0.1" in lines[0]
+    assert [ln.split()[1] for ln in lines] == ["MSG701", "MSG111", "MSG101", "MSG401"]
+    assert "Found 4 findings" in r.output
+    (project / "broken.py").write_text("def construct(:\n")
+    r = run(["--no-cache", "broken.py", "clean.py"], project)
+    assert r.exit_code == 2 and "broken.py:1:" in r.output and "syntax error" in r.output
+    r = run(["--no-cache", "missing.py"], project)
+    assert r.exit_code == 2
+    r = run(["--no-cache", "--exit-zero", "bad.py"], project)
+    assert r.exit_code == 0
+
+
+def test_select_ignore_and_noqa(project):
+    r = run(["--no-cache", "--select", "MSG1", "bad.py"], project)
+    assert {ln.split()[1] for ln in r.output.splitlines() if ln.startswith("bad.py")} == {"MSG101", "MSG111"}
+    r = run(["--no-cache", "--ignore", "MSG1,MSG701", "bad.py"], project)
+    assert {ln.split()[1] for ln in r.output.splitlines() if ln.startswith("bad.py")} == {"MSG401"}
+    r = run(["--no-cache", "--select", "MSG9"], project)
+    assert r.exit_code == 2
+    code = BAD.replace("nn.Dropout(0.1)", "nn.Dropout(0.1)  # noqa: MSG701").replace(
+        "try:", "try:  # noqa")
+    found = {d.code for d in lint_source(code, "x.py")}
+    assert found == {"MSG111", "MSG401"}
+    assert {d.code for d in lint_source(BAD.replace("(0.1)", "(0.1)  # noqa: MSG1"), "x.py")} >= {"MSG701"}
+
+
+def test_info_rules_are_opt_in():
+    assert not lint_source(CLEAN, "c.py")
+    found = {d.code for d in lint_source(CLEAN, "c.py", LintConfig(extend_select=("MSG6",)))}
+    assert found == {"MSG602"}
+
+
+def test_pyproject_config(project):
+    (project / "pyproject.toml").write_text(textwrap.dedent("""\
+        [tool.msmigrate.lint]
+        ignore = ["MSG401"]
+        [tool.msmigrate.lint.per-file-ignores]
+        "bad.py" = ["MSG7"]
+        """))
+    r = run(["--no-cache", "bad.py"], project)
+    assert {ln.split()[1] for ln in r.output.splitlines() if ln.startswith("bad.py")} == {"MSG101", "MSG111"}
+    (project / "pyproject.toml").write_text("[tool.msmigrate.lint]\nselcet = ['MSG1']\n")
+    r = run(["--no-cache", "bad.py"], project)
+    assert r.exit_code == 2 and "unknown" in r.output
+
+
+def test_strict_mode_from_config(tmp_path):
+    code = textwrap.dedent("""\
+        import mindspore as ms
+
+        @ms.jit
+        def f(x):
+            print(f"sum = {x.sum()}")
+            return x
+        """)
+    assert not lint_source(code, "s.py")
+    assert [d.code for d in lint_source(code, "s.py", LintConfig(strict=True))] == ["MSG206"]
+    strict_fn = code.replace("@ms.jit", "@ms.jit(fullgraph=True)")
+    assert [d.code for d in lint_source(strict_fn, "s.py")] == ["MSG206"]
+    (tmp_path / "s.py").write_text(code)
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\nstrict = true\n")
+    r = run(["--no-cache", "s.py"], tmp_path)
+    assert "MSG206" in r.output and r.exit_code == 1
+    r = run(["--no-cache", "--no-strict", "s.py"], tmp_path)
+    assert r.exit_code == 0
+
+
+def test_json_sarif_github(project):
+    r = run(["--no-cache", "--format", "json", "bad.py"], project)
+    data = json.loads(r.stdout)
+    assert [d["code"] for d in data["diagnostics"]] == ["MSG701", "MSG111", "MSG101", "MSG401"]
+    assert data["diagnostics"][1]["fix"]["applicability"] == "safe"
+    r = run(["--no-cache", "--format", "sarif", "bad.py"], project)
+    sarif = json.loads(r.stdout)
+    run0 = sarif["runs"][0]
+    assert sarif["version"] == "2.1.0"
+    assert {x["id"] for x in run0["tool"]["driver"]["rules"]} == {"MSG701", "MSG111", "MSG101", "MSG401"}
+    assert run0["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
+    assert run0["results"][2]["level"] == "error"
+    r = run(["--no-cache", "--format", "github", "bad.py"], project)
+    assert r.stdout.splitlines()[0].startswith("::error title=msmigrate (MSG701),file=bad.py,line=7,col=21")
+
+
+def test_fix_diff_and_unsafe(project):
+    r = run(["--no-cache", "--diff", "bad.py"], project)
+    assert r.exit_code == 1
+    assert "-        else:" in r.stdout and "+        x = x * 2" in r.stdout
+    assert "float(x.sum())" in r.stdout and "p=0.1" not in r.stdout
+    assert (project / "bad.py").read_text() == BAD
+    r = run(["--no-cache", "--fix", "bad.py"], project)
+    fixed = (project / "bad.py").read_text()
+    assert "else:" not in fixed and "asnumpy" not in fixed and "nn.Dropout(0.1)" in fixed
+    compile(fixed, "bad.py", "exec")
+    assert r.exit_code == 1  # try and Dropout remain
+    r = run(["--no-cache", "--fix", "--unsafe-fixes", "bad.py"], project)
+    assert "nn.Dropout(p=0.1)" in (project / "bad.py").read_text()
+    r = run(["--no-cache", "--statistics", "bad.py"], project)
+    assert "MSG101" in r.output and "try-in-graph" in r.output
+
+
+def test_cache_and_jobs(project):
+    for i in range(6):
+        (project / f"m{i}.py").write_text(BAD)
+    r1 = run(["-j", "2", "."], project)
+    assert (project / ".msmigrate_cache" / "lint.json").is_file()
+    t = time.perf_counter()
+    r2 = run(["."], project)
+    warm = time.perf_counter() - t
+    assert r1.output == r2.output and r1.exit_code == r2.exit_code == 1
+    assert warm < 5
+    # a changed file is re-linted, not served from the cache
+    (project / "m0.py").write_text(CLEAN)
+    r3 = run(["."], project)
+    assert "m0.py:" not in r3.output and "m1.py:" in r3.output
+
+
+def test_rule_and_rules_commands():
+    runner = CliRunner()
+    r = runner.invoke(cli, ["rule", "MSG301"])
+    assert r.exit_code == 0
+    for section in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+        assert f"## {section}" in r.output
+    assert runner.invoke(cli, ["rule", "loop-else"]).output.startswith("MSG111 loop-else")
+    assert runner.invoke(cli, ["rule", "MSG000"]).exit_code == 2
+    r = runner.invoke(cli, ["rules"])
+    assert "MSG101" in r.output and "MSG801" in r.output
+    data = json.loads(runner.invoke(cli, ["rules", "--format", "json"]).output)
+    assert {d["code"] for d in data} >= {"MSG101", "MSG201", "MSG301", "MSG401", "MSG501", "MSG601", "MSG701"}
+
+
+def test_lint_path_imports_no_framework(tmp_path):
+    (tmp_path / "m.py").write_text(BAD)
+    code = ("import sys; from msmigrate.cli import cli; "
+            "sys.argv=['msmigrate','lint','--no-cache',sys.argv[1]]\n"
+            "try:\n    cli()\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules and 'mindspore' not in sys.modules, 'framework imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.py")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "MSG101" in proc.stdout
