@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from isolated import run_script
@@ -172,3 +174,108 @@ def test_checkpoint_dict_restores_model_optimizer_and_epoch(ckpt_results):
     assert got["model"] == 0.0 and got["optimizer"] == 0.0
     assert got["n_optimizer_entries"] > 4  # the Adam moments were saved, not just the weights
     assert got["start"] == 8
+
+
+# ---- nn.init ------------------------------------------------------------------------------
+# (shape, torch call on `w`, kind): "bounded" = uniform-like (min/max compared), "normal",
+# "trunc" (bounded normal), "exact" (every value compared), "orthogonal" (W W^T compared)
+INITS = {
+    "xavier_uniform": ((300, 400), "nn.init.xavier_uniform_(w)", "bounded"),
+    "xavier_uniform_gain": ((300, 400), "nn.init.xavier_uniform_(w, gain=nn.init.calculate_gain('tanh'))", "bounded"),
+    "xavier_normal": ((32, 16, 5, 5), "nn.init.xavier_normal_(w, gain=2.0)", "normal"),
+    "kaiming_uniform_default": ((300, 400), "nn.init.kaiming_uniform_(w, a=5 ** 0.5)", "bounded"),
+    "kaiming_uniform_relu": ((32, 16, 5, 5), "nn.init.kaiming_uniform_(w, nonlinearity='relu')", "bounded"),
+    "kaiming_normal_fan_out": ((32, 16, 5, 5), "nn.init.kaiming_normal_(w, mode='fan_out', nonlinearity='relu')", "normal"),
+    "kaiming_normal_leaky": ((300, 400), "nn.init.kaiming_normal_(w, 0.2)", "normal"),
+    "normal_default": ((300, 400), "nn.init.normal_(w)", "normal"),
+    "normal": ((300, 400), "nn.init.normal_(w, mean=0.5, std=0.02)", "normal"),
+    "trunc_normal": ((300, 400), "nn.init.trunc_normal_(w, std=0.02, a=-0.04, b=0.04)", "trunc"),
+    "trunc_normal_default": ((300, 400), "nn.init.trunc_normal_(w)", "trunc"),
+    "uniform_default": ((300, 400), "nn.init.uniform_(w)", "bounded"),
+    "uniform_ab": ((300, 400), "nn.init.uniform_(w, -0.3, 0.1)", "bounded"),
+    "uniform_symmetric": ((300, 400), "nn.init.uniform_(w, a=-0.2, b=0.2)", "bounded"),
+    "constant": ((7, 5), "nn.init.constant_(w, 0.25)", "exact"),
+    "zeros": ((7, 5), "nn.init.zeros_(w)", "exact"),
+    "ones": ((7, 5), "nn.init.ones_(w)", "exact"),
+    "eye": ((7, 5), "nn.init.eye_(w)", "exact"),
+    "orthogonal": ((64, 128), "nn.init.orthogonal_(w)", "orthogonal"),
+    "orthogonal_gain": ((64, 128), "nn.init.orthogonal_(w, gain=2.0)", "orthogonal"),
+}
+
+_INIT_RUNNER = r'''
+import json, traceback
+import numpy as np
+import torch
+import torch.nn as tnn
+import mindspore as ms
+
+CASES = json.loads(CASES_JSON)
+
+
+def stats(a, kind):
+    a = a.astype(np.float64)
+    out = {"mean": float(a.mean()), "std": float(a.std()), "min": float(a.min()), "max": float(a.max())}
+    if kind == "exact":
+        out["values"] = a.tolist()
+    if kind == "orthogonal":
+        m = a.reshape(a.shape[0], -1)
+        out["gram"] = (m @ m.T).tolist() if m.shape[0] <= m.shape[1] else (m.T @ m).tolist()
+    return out
+
+
+res = {}
+for name, case in CASES.items():
+    try:
+        torch.manual_seed(0)
+        tw = tnn.Parameter(torch.zeros(case["shape"]))
+        exec(case["torch"], {"nn": tnn, "w": tw, "torch": torch})
+        mw = ms.Parameter(ms.Tensor(np.zeros(case["shape"], np.float32)), name="w")
+        exec(case["ms"], {"w": mw})
+        res[name] = {"torch": stats(tw.detach().numpy(), case["kind"]), "ms": stats(mw.asnumpy(), case["kind"])}
+    except Exception:
+        res[name] = {"error": traceback.format_exc()[-2000:]}
+print(json.dumps(res))
+'''
+
+
+@pytest.fixture(scope="module")
+def init_results():
+    import json
+    cases = {}
+    for name, (shape, call, kind) in INITS.items():
+        ms_code = _convert(f"import torch.nn as nn\n{call}\n")
+        cases[name] = {"shape": list(shape), "torch": call, "ms": ms_code, "kind": kind}
+    return run_script(_INIT_RUNNER.replace("CASES_JSON", repr(json.dumps(cases))), timeout=240)
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("name", list(INITS))
+def test_init_distribution_matches_torch(init_results, name):
+    import numpy as np
+    got = init_results[name]
+    assert "error" not in got, got["error"]
+    t, m = got["torch"], got["ms"]
+    kind = INITS[name][2]
+    if kind == "exact":
+        assert m["values"] == t["values"]
+        return
+    if kind == "orthogonal":
+        assert np.abs(np.array(m["gram"]) - np.array(t["gram"])).max() < 1e-4
+        return
+    # sampling noise of two independent samples of n values: sd(mean diff) = std * sqrt(2 / n),
+    # sd(std diff) <= std * sqrt(1 / n) (normal: sqrt(1 / n); uniform: less); 5 sigma each
+    n = math.prod(INITS[name][0])
+    assert abs(m["std"] - t["std"]) <= 5 * t["std"] * math.sqrt(1 / n), (m, t)
+    assert abs(m["mean"] - t["mean"]) <= 5 * t["std"] * math.sqrt(2 / n), (m, t)
+    if kind in ("bounded", "trunc"):  # the support: both reach the same bounds
+        spread = t["max"] - t["min"]
+        assert abs(m["min"] - t["min"]) <= 0.01 * spread and abs(m["max"] - t["max"]) <= 0.01 * spread, (m, t)
+
+
+def test_calculate_gain_values():
+    code = _convert("import torch.nn as nn\ng1 = nn.init.calculate_gain('leaky_relu', 0.2)\n"
+                    "g2 = nn.init.calculate_gain('relu')\ng3 = nn.init.calculate_gain('tanh')\n")
+    ns: dict = {}
+    exec(code, ns)
+    assert ns["g1"] == pytest.approx(math.sqrt(2.0 / (1 + 0.2 ** 2)))
+    assert ns["g2"] == pytest.approx(math.sqrt(2.0)) and ns["g3"] == pytest.approx(5.0 / 3)
