@@ -335,6 +335,16 @@ CASES: dict[str, list] = {
     "torch.lu_solve": [("torch.lu_solve(a.T, lu, piv)", {"tol": LINALG})],
     "torch.lu_unpack": [("torch.lu_unpack(lu, piv)", {"tol": LINALG})],
     "torch.view_as_real": ["torch.view_as_real(cz)"],
+    "torch.norm": ["torch.norm(a)", "torch.norm(a, 2)", "torch.norm(b3, 1)", "torch.norm(a, p=1, dim=1)",
+                   "torch.norm(a, dim=1, keepdim=True)", "torch.norm(a, 'fro', dim=(0, 1))", "torch.norm(sq, 'nuc')"],
+    "torch.tensordot": ["torch.tensordot(b3, c3[0], dims=1)", "torch.tensordot(b3, b3, dims=([1, 2], [1, 2]))",
+                        "torch.tensordot(b3, b3[0])"],
+    "torch.triu": ["torch.triu(a)", "torch.triu(a, 1)", "torch.triu(a, diagonal=-1)"],
+    "torch.cov": [("torch.cov(a)", {"tol": LOOSE}), ("torch.cov(a, correction=0)", {"tol": LOOSE})],
+    "torch.cartesian_prod": ["torch.cartesian_prod(v, w)"],
+    "torch.index_fill": ["torch.index_fill(a, 1, sel, -1.0)"],
+    "torch.allclose": ["torch.allclose(a, a + 1e-7)", "torch.allclose(a, b, atol=1e-3)", "torch.allclose(a, b, 10.0, 10.0)"],
+    "torch.Size": ["torch.Size([2, 3])", "isinstance(torch.Size([2]), torch.Size)"],
     "torch.einsum": ["torch.einsum('ij,jk->ik', a, m45)", "torch.einsum('ij,kj->ik', a, b)",
                      "torch.einsum('bij,bjk->bik', b3, c3)", "torch.einsum('bij,bkj->bki', b3, b3)",
                      "torch.einsum('ij->ji', a)", "torch.einsum('i,i->', v, w)", "torch.einsum('i,j->ij', v, w)",
@@ -584,3 +594,10 @@ def test_marked_rows_are_flagged():
     for name in MARKED:
         code, diags = _converted(f"{name}(x)")
         assert name in code and diags, name
+
+
+def test_records_validate():
+    from msmigrate.mapping import validate
+    mine = set(_records())
+    problems = [p for p in validate(load_table()) if p.split(":")[0] in mine]
+    assert not problems

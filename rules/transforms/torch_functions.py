@@ -461,3 +461,52 @@ def where(site):
             return site.call(site.record.target)
         cond = site.arg("condition")
     return site.expr("{u}({a}({c}), 1)", u="@mindspore.ops.unbind", a="@mindspore.ops.argwhere", c=cond)
+
+
+def norm(site):
+    """torch.norm(x, p) with dim=None is the vector p-norm of all elements; ops.norm(x, ord) of
+    a 2-D x is a matrix norm. p='fro' (torch's default) is ops.norm's ord=None."""
+    _no_out(site)
+    p, dim = site.arg("p"), site.arg("dim")
+    site.bound.pop("p", None)
+    try:
+        p_value = None if p is None else literal_value(p)
+    except ValueError:
+        p_value = ...
+    if p_value is ...:
+        site.flag("review", f"{site.qualname}: p={site.code(p)} is not a literal: torch takes a vector norm "
+                            f"of all elements when dim is None, ops.norm a matrix norm of a 2-D input")
+    try:
+        dim_value = None if dim is None else literal_value(dim)
+    except ValueError:
+        dim_value = ...
+    numeric = isinstance(p_value, (int, float)) and not isinstance(p_value, bool)
+    if numeric and isinstance(dim_value, (tuple, list)) and len(dim_value) > 1:
+        raise Unconvertible("a numeric p over several dims is a vector norm in torch, a matrix norm in "
+                            "ops.norm", "manual")
+    if numeric and dim_value is None:
+        if site.has("keepdim"):
+            raise Unconvertible("keepdim= without dim", "manual")
+        _set(site, "input", site.expr("{r}({x}, (-1,))", r="@mindspore.ops.reshape", x=site.arg("input")))
+    args = site.standard_args()
+    if p_value not in (None, "fro"):
+        args.insert(1, kwarg("ord", p) if args[1:] and args[1].keyword is not None or len(args) == 1 else cst.Arg(p))
+    return site.call(site.record.target, args)
+
+
+def allclose(site):
+    """torch.allclose returns a Python bool; MindSpore has isclose only."""
+    call = site.call("mindspore.ops.isclose")
+    return site.expr("bool({c}.all())", c=call)
+
+
+def size_class(site):
+    """torch.Size is a tuple subclass."""
+    if not site.is_call:
+        return cst.Name("tuple")
+    return site.node.with_changes(func=cst.Name("tuple"))
+
+
+def int32_index(value, site):
+    """Index tensors some MindSpore CPU kernels accept only as int32 (IndexFill)."""
+    return _astype(site, value, site.ref("mindspore.int32"))
