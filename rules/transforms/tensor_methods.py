@@ -1,0 +1,603 @@
+"""torch.Tensor methods with irregular MindSpore 2.10 (CPU) equivalents.
+
+Generated code must stay idempotent: converting it again must change nothing, so results are
+written with `ops.*` functions or with methods that have no record (`tile`, `astype`, `shape`).
+"""
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import libcst.matchers as m
+
+from msmigrate.engine import Unconvertible
+
+DTYPE_NAMES = {
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
+    "short", "int32", "int", "int64", "long", "uint8", "bool", "bool_", "complex64", "complex128",
+    "cfloat", "cdouble", "uint16", "uint32", "uint64",
+}
+# `x.type('torch.FloatTensor')` spellings -> MindSpore dtypes
+TENSOR_TYPE_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32",
+    "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool_",
+}
+TUPLE_RESULT_FIELDS = ("values", "indices")
+
+
+# ---- where the call stands (reads the rewriter's statement frames) ---------------------------
+def _statement(site) -> cst.BaseStatement | None:
+    frames = site.rw.frames
+    return frames[-1].node if frames else None
+
+
+def _is_statement(site) -> bool:
+    """True when the call is a whole expression statement of its own: `x.add_(1)`."""
+    stmt = _statement(site)
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)):
+        return False
+    call = stmt.body[0].value
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == site.record.method_name
+            and site.rw._pos(call) == site.rw.pos_stack[-1])
+
+
+def _result_fields_used(site) -> list[str]:
+    """`.values` / `.indices` read directly off this call (torch's named tuple)."""
+    stmt = _statement(site)
+    if stmt is None:
+        return []
+    method = site.record.method_name
+    found = m.findall(stmt, m.Attribute(value=m.Call(func=m.Attribute(attr=m.Name(method))),
+                                        attr=m.OneOf(*[m.Name(f) for f in TUPLE_RESULT_FIELDS])))
+    here = site.rw.pos_stack[-1]
+    return [a.attr.value for a in found if site.rw._pos(a.value) == here]
+
+
+def _replace_statement(site, stmt: cst.BaseStatement):
+    """Put `stmt` in place of the expression statement the call is (keeps its end-of-line comment)."""
+    original = _statement(site)
+    if isinstance(original, cst.SimpleStatementLine) and isinstance(stmt, cst.SimpleStatementLine):
+        stmt = stmt.with_changes(trailing_whitespace=original.trailing_whitespace)
+    site.before(stmt)
+    return site.REMOVED
+
+
+def _convert_as(site, method: str, args=None) -> cst.BaseExpression:
+    """`receiver.method(args)` converted through the record of torch.Tensor.<method>, if any."""
+    call = site.node.with_changes(func=site.node.func.with_changes(attr=cst.Name(method)),
+                                  args=site.node.args if args is None else args)
+    rec = site.rw.table.lookup(f"torch.Tensor.{method}")
+    if rec is None:
+        return call
+    return site.rw._apply(rec, rec.torch, call, site.receiver)
+
+
+def _literal(site, name, default=None):
+    try:
+        return site.literal(name, default)
+    except ValueError:
+        return _NOT_LITERAL
+
+
+_NOT_LITERAL = object()
+
+
+def _value(node: cst.BaseExpression):
+    """The Python value of a literal node (ValueError otherwise)."""
+    return ast.literal_eval(cst.Module([]).code_for_node(node))
+
+
+def _int_node(v: int) -> cst.BaseExpression:
+    return cst.parse_expression(repr(v))
+
+
+def _as_tuple(site, value: cst.BaseExpression, what: str) -> cst.BaseExpression:
+    """An int or a sequence of ints as a tuple (MindSpore's tile/flip reject ints and lists)."""
+    if isinstance(value, cst.Tuple):
+        return value
+    if isinstance(value, cst.List):
+        return cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in value.elements]
+                         if len(value.elements) == 1 else list(value.elements))
+    try:
+        v = site.code(value)
+        lit = eval(v, {"__builtins__": {}}) if v.lstrip("-").isdigit() else None
+    except Exception:
+        lit = None
+    if isinstance(lit, int):
+        return cst.parse_expression(f"({lit},)")
+    site.flag("review", f"{site.qualname}: {site.code(value)} is passed as the {what} tuple "
+                        f"(MindSpore needs a tuple, not an int or a list)")
+    return value
+
+
+# ---- shape ---------------------------------------------------------------------------------------
+def size(site):
+    """`x.size()` -> `x.shape`; `x.size(d)` -> `x.shape[d]`."""
+    if site.unbound:
+        raise Unconvertible("size() with unpacked arguments")
+    dim = site.arg("dim")
+    if dim is None:
+        return site.expr("{r}.shape", r=site.receiver)
+    return site.expr("{r}.shape[{d}]", r=site.receiver, d=dim)
+
+
+def element_size(site):
+    return site.expr("{r}.itemsize", r=site.receiver)
+
+
+def repeat(site):
+    """`x.repeat(a, b)` / `x.repeat((a, b))` -> `x.tile((a, b))`."""
+    reps = site.arg("repeats")
+    if reps is None or any(a.star for a in site.unbound):
+        raise Unconvertible("repeat() without literal repeat counts")
+    return site.expr("{r}.tile({t})", r=site.receiver, t=_as_tuple(site, reps, "repeats"))
+
+
+def flip(site):
+    dims = site.arg("dims")
+    if dims is None or any(a.star for a in site.unbound):
+        raise Unconvertible("flip() without literal dims")
+    return site.expr("{f}({r}, {t})", f="@mindspore.ops.flip", r=site.receiver,
+                     t=_as_tuple(site, dims, "dims"))
+
+
+# ---- new tensors like this one ----------------------------------------------------------------------
+def _dtype_of(site) -> cst.BaseExpression:
+    return site.arg("dtype") or site.expr("{r}.dtype", r=site.receiver)
+
+
+def new_filled(site):
+    """new_zeros/new_ones/new_empty/new_full(size, ...) keep the receiver's dtype."""
+    method = site.record.method_name
+    size_ = site.arg("size")
+    if size_ is None or any(a.star for a in site.unbound):
+        raise Unconvertible(f"{method}() without a size")
+    if site.has("requires_grad"):
+        site.flag("review", f"{site.qualname}: requires_grad= dropped (MindSpore differentiates "
+                            f"what grad/value_and_grad are given)")
+    dtype = _dtype_of(site)
+    if method == "new_full":
+        if not site.has("fill_value"):
+            raise Unconvertible("new_full() without a fill value")
+        return site.expr("{f}({s}, {v}, dtype={d})", f="@mindspore.ops.full", s=size_,
+                         v=site.arg("fill_value"), d=dtype)
+    fn = {"new_zeros": "zeros", "new_empty": "zeros", "new_ones": "ones"}[method]
+    return site.expr("{f}({s}, {d})", f=f"@mindspore.ops.{fn}", s=size_, d=dtype)
+
+
+def new_tensor(site):
+    data = site.arg("data")
+    if data is None:
+        raise Unconvertible("new_tensor() without data")
+    return site.expr("{T}({v}, dtype={d})", T="@mindspore.Tensor", v=data, d=_dtype_of(site))
+
+
+# ---- reductions ------------------------------------------------------------------------------------
+def median(site):
+    """Without dim torch reduces everything and returns a tensor; MindSpore reduces the last axis
+    and returns (values, indices). With dim both return (values, indices)."""
+    fn = f"@mindspore.ops.{site.record.method_name}"
+    if not site.has("dim"):
+        return site.expr("{f}({r}.reshape(-1))[0]", f=fn, r=site.receiver)
+    keep = site.arg("keepdim", cst.Name("False"))
+    _flag_result_fields(site)
+    return site.expr("{f}({r}, {d}, {k})", f=fn, r=site.receiver, d=site.arg("dim"), k=keep)
+
+
+def std_var(site):
+    """torch: unbiased (correction=1) unless `unbiased=False` / `correction=`; MindSpore: ddof=0.
+    Old torch signature `x.std(False)` passes `unbiased` first."""
+    dim = site.arg("dim")
+    unbiased = site.arg("unbiased")
+    if dim is not None and site.bound["dim"].keyword is None:
+        try:
+            first = site.literal("dim")
+        except ValueError:
+            first = None
+        if isinstance(first, bool):         # x.std(False): the old (unbiased) overload
+            dim, unbiased = None, dim
+    if site.has("correction"):
+        ddof = site.arg("correction")
+    elif unbiased is not None:
+        u = _literal(site, "unbiased") if site.has("unbiased") else _literal(site, "dim")
+        if isinstance(u, bool):
+            ddof = _int_node(int(u))
+        else:
+            ddof = site.expr("int({u})", u=unbiased)
+    else:
+        ddof = _int_node(1)
+    parts = ["{r}"]
+    nodes = dict(r=site.receiver, ddof=ddof)
+    if dim is not None:
+        parts.append("axis={d}")
+        nodes["d"] = dim
+    parts.append("ddof={ddof}")
+    if site.has("keepdim"):
+        parts.append("keepdims={k}")
+        nodes["k"] = site.arg("keepdim")
+    fn = f"@mindspore.ops.{site.record.method_name}"
+    return site.expr("{f}(" + ", ".join(parts) + ")", f=fn, **nodes)
+
+
+def norm(site):
+    """torch Tensor.norm(p) with a numeric p (or 'fro') is a vector norm over `dim` (all elements
+    when absent); MindSpore's Tensor.norm is linalg.norm (a matrix norm on 2-D input)."""
+    p = _literal(site, "p", 2)
+    if p == "fro":
+        p = 2
+    if p is _NOT_LITERAL or not isinstance(p, (int, float)):
+        raise Unconvertible(f"norm(p={site.code(site.arg('p'))}): only numeric p and 'fro' "
+                            f"map to ops.vector_norm")
+    if site.has("dtype"):
+        raise Unconvertible("norm(dtype=) is not converted")
+    parts, nodes = ["{r}"], dict(r=site.receiver)
+    if p != 2:
+        parts.append("{p}")
+        nodes["p"] = site.arg("p") if site.arg("p") is not None else _int_node(p)
+    if site.has("dim"):
+        parts.append("axis={d}")
+        nodes["d"] = site.arg("dim")
+    if site.has("keepdim"):
+        parts.append("keepdims={k}")
+        nodes["k"] = site.arg("keepdim")
+    return site.expr("{f}(" + ", ".join(parts) + ")", f="@mindspore.ops.vector_norm", **nodes)
+
+
+def round_(site):
+    """Round's CPU kernel only supports decimals=0: scale, round, unscale (what torch does)."""
+    if not site.has("decimals"):
+        return site.expr("{f}({r})", f="@mindspore.ops.round", r=site.receiver)
+    d = _literal(site, "decimals")
+    if d == 0:
+        return site.expr("{f}({r})", f="@mindspore.ops.round", r=site.receiver)
+    scale = cst.parse_expression(repr(10.0 ** d)) if isinstance(d, int) else \
+        site.expr("10.0 ** {d}", d=site.arg("decimals"))
+    return site.expr("{f}({r} * {s}) / {s}", f="@mindspore.ops.round", r=site.receiver, s=scale)
+
+
+def _flag_result_fields(site) -> None:
+    used = _result_fields_used(site)
+    if used:
+        raise Unconvertible(f".{used[0]} of the result: MindSpore returns a plain tuple "
+                            f"(values, indices); use [0] / [1]")
+
+
+def tuple_result(site):
+    """sort/topk: same arguments, but a plain tuple (no .values/.indices) with int32 indices."""
+    _flag_result_fields(site)
+    return site.node.with_changes(args=site.standard_args())
+
+
+def max_min(site):
+    """`x.max()` / `x.max(dim, keepdim)` are the same in MindSpore; `x.max(other)` (elementwise)
+    is ops.maximum. A non-literal positional argument is kept as a dim (a tensor there fails
+    loudly in MindSpore; a dim taken for a tensor would not) and flagged unless named like one."""
+    method = site.record.method_name
+    other = site.arg("other")
+    first = site.bound.get("dim")
+    if other is None and first is not None and first.keyword is None and not site.has("keepdim"):
+        lit = _literal(site, "dim")
+        if lit is _NOT_LITERAL:
+            if isinstance(first.value, (cst.Name, cst.Attribute)):
+                _check_dim_name(site, first.value)
+            else:
+                other = first.value          # an expression: x.max(y * 2)
+        elif not isinstance(lit, int):
+            other = first.value
+    if other is not None:
+        fn = "@mindspore.ops.maximum" if method == "max" else "@mindspore.ops.minimum"
+        return site.expr("{f}({r}, {o})", f=fn, r=site.receiver, o=other)
+    if site.has("dim"):
+        _flag_result_fields(site)
+    return site.node.with_changes(args=site.standard_args())
+
+
+def _check_dim_name(site, value) -> None:
+    name = site.code(value).rsplit(".", 1)[-1].lower()
+    if name in ("d", "i", "j", "k", "n", "ax") or "dim" in name or "axis" in name:
+        return
+    fn = "maximum" if site.record.method_name == "max" else "minimum"
+    site.flag("review", f"{site.qualname}: {site.code(value)} is taken as a dim; if it is a "
+                        f"tensor (elementwise {site.record.method_name}) use ops.{fn}")
+
+
+def bincount(site):
+    """MindSpore counts in float32; torch returns int64 counts (weights' dtype with weights)."""
+    args = [cst.Arg(site.receiver), *site.standard_args()]
+    call = cst.Call(func=site.ref("mindspore.ops.bincount"), args=args)
+    if site.has("weights"):
+        return call
+    return site.expr("{c}.astype({i})", c=call, i="@mindspore.int64")
+
+
+def _int32(site, index):
+    return site.expr("{i}.astype({t})", i=index, t="@mindspore.int32")
+
+
+def index_add(site):
+    index, source = site.arg("index"), site.arg("source")
+    if index is None or source is None or not site.has("dim"):
+        raise Unconvertible("index_add() needs dim, index and source")
+    if site.has("alpha"):
+        source = site.expr("{s} * {a}", s=source, a=site.arg("alpha"))
+    return site.expr("{f}({r}, {i}, {s}, {d})", f="@mindspore.ops.index_add", r=site.receiver,
+                     i=_int32(site, index), s=source, d=site.arg("dim"))
+
+
+def index_fill(site):
+    index = site.arg("index")
+    if index is None or not site.has("dim") or not site.has("value"):
+        raise Unconvertible("index_fill() needs dim, index and value")
+    return site.expr("{f}({r}, {d}, {i}, {v})", f="@mindspore.ops.index_fill", r=site.receiver,
+                     d=site.arg("dim"), i=_int32(site, index), v=site.arg("value"))
+
+
+def scatter(site):
+    """Tensor.scatter ignores `reduce`: reduce='add' -> ops.tensor_scatter_elements(..., 'add')."""
+    if not site.has("reduce"):
+        return site.node.with_changes(args=site.standard_args())
+    reduce = _literal(site, "reduce")
+    if reduce != "add":
+        raise Unconvertible(f"scatter(reduce={site.code(site.arg('reduce'))}): only 'add' has a "
+                            f"MindSpore equivalent")
+    src = site.arg("src")
+    if src is None:
+        raise Unconvertible("scatter(reduce=) needs a src tensor")
+    if isinstance(src, (cst.Integer, cst.Float, cst.UnaryOperation)):
+        src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full",
+                        i=site.expr("{i}.shape", i=site.arg("index")), v=src, r=site.receiver)
+    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
+                     r=site.receiver, i=site.arg("index"), s=src, d=site.arg("dim"))
+
+
+# ---- dtypes and devices ------------------------------------------------------------------------------
+def _is_module(site) -> bool:
+    rec = site.instance_record(site.receiver)
+    return rec is not None and rec.torch.startswith("torch.nn.")
+
+
+def _kind(site, value: cst.BaseExpression) -> str:
+    """What a positional `.to(...)` argument is: 'dtype', 'device', or 'tensor' (a guess, flagged)."""
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return "device"
+    code = site.code(value)
+    last = code.rsplit(".", 1)[-1]
+    if isinstance(value, cst.Attribute) and last in DTYPE_NAMES and "." in code:
+        return "dtype"
+    if last == "dtype" or last.endswith("_dtype") or last.endswith("dtype"):
+        return "dtype"
+    if isinstance(value, cst.Integer):
+        return "device"
+    lowered = last.lower()
+    if last == "device" or "device" in lowered or lowered in ("dev", "gpu", "cuda", "cpu", "rank",
+                                                              "local_rank"):
+        return "device"
+    return "tensor"
+
+
+def to(site):
+    """`.to(device)` / `.cuda()`: placement is global in MindSpore, the tensor stays;
+    `.to(dtype)` -> `.astype(dtype)`; `.to(other)` -> `.astype(other.dtype)`."""
+    positional = site.arg("args")
+    if any(a.star for a in site.unbound):
+        raise Unconvertible("to() with unpacked arguments")
+    values = []
+    if positional is not None:
+        values = [e.value for e in positional.elements] if (
+            isinstance(positional, cst.Tuple) and len(site.node.args) > 1
+            and site.node.args[0].keyword is None and site.node.args[1].keyword is None
+            and not (isinstance(site.node.args[0].value, cst.Tuple))) else [positional]
+    dtype = site.arg("dtype")
+    for value in values:
+        kind = _kind(site, value)
+        if kind == "dtype":
+            dtype = value
+        elif kind == "tensor":
+            site.flag("review", f"{site.qualname}: {site.code(value)} is taken as a tensor "
+                                f"(x.to(other) casts to other's dtype); drop it if it is a device")
+            dtype = site.expr("{v}.dtype", v=value)
+    if site.has("copy") and _literal(site, "copy") is not False:
+        site.flag("review", f"{site.qualname}: copy= dropped (astype already returns a new tensor)")
+    if dtype is None:
+        return site.receiver
+    if _is_module(site):
+        raise Unconvertible("Module.to(dtype): cast the Cell's parameters with "
+                            "`for p in net.get_parameters(): p.set_dtype(...)` (Cell.to casts inputs)")
+    return site.expr("{r}.astype({d})", r=site.receiver, d=dtype)
+
+
+def type_(site):
+    """`x.type(dtype)` -> `x.astype(dtype)`; `x.type()` returns 'Float32' instead of
+    'torch.FloatTensor' in MindSpore."""
+    dtype = site.arg("dtype")
+    if dtype is None:
+        raise Unconvertible("x.type() returns a MindSpore dtype name ('Float32'), not "
+                            "'torch.FloatTensor': compare x.dtype instead", "review")
+    lit = _literal(site, "dtype")
+    if isinstance(lit, str):
+        name = lit.rsplit(".", 1)[-1]
+        if name not in TENSOR_TYPE_DTYPES:
+            raise Unconvertible(f"tensor type {lit!r} is not known")
+        dtype = site.ref(f"mindspore.{TENSOR_TYPE_DTYPES[name]}")
+    if _is_module(site):
+        raise Unconvertible("Module.type(dtype) casts parameters: no Cell equivalent")
+    return site.expr("{r}.astype({d})", r=site.receiver, d=dtype)
+
+
+def char(site):
+    return site.expr("{r}.astype({d})", r=site.receiver, d="@mindspore.int8")
+
+
+def requires_grad_(site):
+    """Only Parameters carry requires_grad in MindSpore; gradients are taken w.r.t. what
+    grad/value_and_grad are given."""
+    flag = site.arg("requires_grad", cst.Name("True"))
+    if _is_module(site):
+        raise Unconvertible("Module.requires_grad_(): set `p.requires_grad` on "
+                            "net.get_parameters()")
+    if _is_statement(site) and isinstance(site.receiver, (cst.Name, cst.Attribute)):
+        site.flag("review", f"{site.qualname}: only a Parameter's requires_grad matters in "
+                            f"MindSpore; a plain tensor is differentiated when passed to grad")
+        stmt = site.stmt("{r}.requires_grad = {f}\n", r=site.receiver, f=flag)
+        return _replace_statement(site, stmt)
+    site.flag("review", f"{site.qualname}: dropped (MindSpore differentiates the inputs given to "
+                        f"grad/value_and_grad)")
+    return site.receiver
+
+
+# ---- in-place methods ----------------------------------------------------------------------------
+SHAPE_CHANGING = {"unsqueeze_", "squeeze_", "t_", "transpose_"}
+
+
+def _random_fill(site, method: str, x: cst.BaseExpression) -> cst.BaseExpression:
+    """uniform_/normal_/cauchy_/log_normal_: a fresh sample of the receiver's shape and dtype."""
+    def num(name, default):
+        return site.arg(name) if site.has(name) else cst.parse_expression(default)
+    if method == "uniform_":
+        lo, hi = num("from", "0.0"), num("to", "1.0")
+        try:
+            width = cst.parse_expression(repr(float(_value(hi)) - float(_value(lo))))
+        except (ValueError, TypeError, SyntaxError):
+            width = site.expr("({hi} - ({lo}))", hi=hi, lo=lo)
+        return site.expr("{f}({x}) * {w} + ({lo})", f="@mindspore.ops.rand_like", x=x, w=width,
+                         lo=lo)
+    if method == "normal_":
+        return site.expr("{f}({x}) * {s} + {mu}", f="@mindspore.ops.randn_like", x=x,
+                         s=num("std", "1.0"), mu=num("mean", "0.0"))
+    if method == "cauchy_":
+        return site.expr("{x}.cauchy({a}, {b})", x=x, a=num("median", "0.0"), b=num("sigma", "1.0"))
+    return site.expr("{x}.log_normal({a}, {b})", x=x, a=num("mean", "1.0"), b=num("std", "2.0"))
+
+
+def _fill_diagonal(site, x: cst.BaseExpression) -> cst.BaseExpression:
+    if site.has("wrap") and _literal(site, "wrap") is not False:
+        raise Unconvertible("fill_diagonal_(wrap=True) is not converted")
+    return site.expr("{x}.masked_fill({eye}({x}.shape[0], {x}.shape[1], {b}), {v})",
+                     x=x, eye="@mindspore.ops.eye", b="@mindspore.bool_", v=site.arg("fill_value"))
+
+
+def _out_of_place(site, x: cst.BaseExpression) -> cst.BaseExpression:
+    method = site.record.method_name
+    if method == "zero_":
+        return _int_node(0)
+    if method == "fill_":
+        return site.arg("value")
+    if method in ("uniform_", "normal_", "cauchy_", "log_normal_"):
+        return _random_fill(site, method, x)
+    if method == "fill_diagonal_":
+        return _fill_diagonal(site, x)
+    if method == "relu_":
+        return site.expr("{f}({x})", f="@mindspore.ops.relu", x=x)
+    if method in ("clamp_min_", "clamp_max_"):
+        kw = "min" if method == "clamp_min_" else "max"
+        return site.expr("{x}.clamp(" + kw + "={v})", x=x, v=site.arg(kw))
+    name = {"clip_": "clamp", "sub_": "sub"}.get(method, method[:-1])
+    return _convert_as(site, name)
+
+
+def _target(receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """`p.data.add_(...)` writes through `.data`; in MindSpore `p.data[...] = v` changes a copy,
+    so the write goes to `p` itself."""
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+        return receiver.value
+    return receiver
+
+
+def inplace(site):
+    method = site.record.method_name
+    receiver = site.receiver
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "grad":
+        raise Unconvertible(f"{method} on .grad: MindSpore has no .grad; gradients come from "
+                            f"grad/value_and_grad")
+    target = _target(receiver)
+    statement = _is_statement(site)
+    assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
+    if method in SHAPE_CHANGING:
+        value = _convert_as(site, method[:-1])
+        if statement and isinstance(target, (cst.Name, cst.Attribute)):
+            return _replace_statement(site, site.stmt("{t} = {v}\n", t=target, v=value))
+        if assignable:
+            site.flag("review", f"{site.qualname}: converted to the out-of-place "
+                                f"{method[:-1]}(); {site.code(target)} itself keeps its shape")
+        return value
+    # the result is computed from the tensor itself (`p`, not `p.data`: same values)
+    site = _rebased(site, target)
+    value = _out_of_place(site, target)
+    if statement and assignable:
+        if isinstance(target, cst.Subscript):
+            lhs = target
+        else:
+            lhs = site.expr("{t}[...]", t=target)
+        return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
+            targets=[cst.AssignTarget(lhs)], value=value)]))
+    if assignable:
+        site.flag("review", f"{site.qualname}: the value is computed out of place; "
+                            f"{site.code(target)} itself is not modified (write "
+                            f"`{site.code(target)}[...] = ...` as a statement if it must be)")
+    if method in ("zero_", "fill_"):
+        return site.expr("{f}({x}, {v})", f="@mindspore.ops.full_like", x=target, v=value)
+    return value
+
+
+def _rebased(site, target):
+    """The same Site with `target` as receiver (the call node's receiver replaced too)."""
+    if target is site.receiver:
+        return site
+    site.node = site.node.with_changes(func=site.node.func.with_changes(value=target))
+    site.receiver = target
+    return site
+
+
+def clone(site):
+    """`x.clone()` -> `x.copy()`. Calls with other arguments are not torch's Tensor.clone
+    (MindSpore's ParameterTuple.clone(prefix=, init=) in generated code): left alone."""
+    if site.unbound or any(name != "memory_format" for name in site.bound):
+        return site.node
+    return site.expr("{r}.copy()", r=site.receiver)
+
+
+def rot90(site):
+    k = site.arg("k", _int_node(1))
+    dims = site.arg("dims", cst.parse_expression("[0, 1]"))
+    return site.expr("{f}({r}, {k}, {d})", f="@mindspore.ops.rot90", r=site.receiver, k=k, d=dims)
+
+
+def bernoulli(site):
+    """0/1 draws with probability p (default: the receiver's own values), in its dtype."""
+    if site.has("generator"):
+        site.flag("review", f"{site.qualname}: generator= dropped (MindSpore seeds globally)")
+    p = site.arg("p", site.receiver)
+    return site.expr("({f}({r}) < {p}).astype({r}.dtype)", f="@mindspore.ops.rand_like",
+                     r=site.receiver, p=p)
+
+
+def nonzero(site):
+    """as_tuple=True needs the NonZeroExt kernel (not on CPU): the index columns of nonzero()."""
+    if not site.has("as_tuple"):
+        return site.node
+    as_tuple = _literal(site, "as_tuple")
+    if as_tuple is False:
+        return site.expr("{r}.nonzero()", r=site.receiver)
+    if as_tuple is not True:
+        raise Unconvertible("nonzero(as_tuple=) is not a literal")
+    return site.expr("{r}.nonzero().unbind(1)", r=site.receiver)
+
+
+def unflatten(site):
+    dim, sizes = _literal(site, "dim"), site.arg("sizes")
+    if not isinstance(dim, int) or sizes is None:
+        raise Unconvertible("unflatten() needs a literal dim")
+    sizes = site.expr("tuple({s})", s=sizes) if not isinstance(sizes, cst.Tuple) else sizes
+    before = f"{{r}}.shape[:{dim}]"
+    after = "" if dim == -1 else f" + {{r}}.shape[{dim + 1}:]"
+    return site.expr("{r}.reshape(" + before + " + {s}" + after + ")", r=site.receiver, s=sizes)
+
+
+def clamp_bound(site):
+    bound = "min" if site.record.method_name == "clamp_min" else "max"
+    if not site.has(bound):
+        raise Unconvertible(f"{site.record.method_name}() without a bound")
+    return site.expr("{r}.clamp(" + bound + "={v})", r=site.receiver, v=site.arg(bound))
