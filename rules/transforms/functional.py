@@ -130,3 +130,50 @@ def layer_norm(site):
     eps = site.arg("eps", cst.Float("1e-05"))
     return site.expr("{LN}(begin_norm_axis={a}, begin_params_axis={a}, epsilon={eps})({x}, {w}, {b})[0]",
                      LN="@mindspore.ops.LayerNorm", a=axis, eps=eps, x=x, w=weight, b=bias)
+
+
+def scaled_dot_product_attention(site):
+    """mindspore.ops has no scaled_dot_product_attention in 2.10: written out as
+    softmax(q kᵀ · scale + mask) v. torch's is_causal mask keeps key j <= query i; a bool
+    attn_mask marks the positions that take part, a float one is added to the scores; dropout_p
+    applies whenever it is non-zero (torch does not look at the training flag here)."""
+    q, k, v = site.arg("query"), site.arg("key"), site.arg("value")
+    if q is None or k is None or v is None:
+        raise Unconvertible("query, key and value must be given")
+    if not _is_false(site.arg("enable_gqa")):
+        raise Unconvertible("enable_gqa=True (grouped-query attention) is not written out")
+    scale = site.arg("scale")
+    if _is_none(scale):
+        scale = site.expr("{q}.shape[-1] ** -0.5", q=atom(q))
+    scores = site.expr("{matmul}({q}, {k}.swapaxes(-2, -1)) * {s}", matmul="@mindspore.ops.matmul",
+                       q=q, k=atom(k), s=atom(scale))
+    causal = site.arg("is_causal")
+    if not _is_false(causal):
+        try:
+            literal = literal_value(causal)
+        except ValueError:
+            raise Unconvertible(f"is_causal={site.code(causal)} is not a literal") from None
+        if literal:
+            scores = site.expr(
+                "{fill}({sc}, {triu}({ones}(({q}.shape[-2], {k}.shape[-2]), {f32}), 1).astype({b}), "
+                "float('-inf'))", fill="@mindspore.ops.masked_fill", triu="@mindspore.ops.triu",
+                ones="@mindspore.ops.ones", f32="@mindspore.float32", b="@mindspore.bool_",
+                sc=scores, q=atom(q), k=atom(k))
+    mask = site.arg("attn_mask")
+    if not _is_none(mask):
+        m = atom(mask)
+        scores = site.expr("({fill}({sc}, ~{m}, float('-inf')) if {m}.dtype == {b} else {sc} + {m})",
+                           fill="@mindspore.ops.masked_fill", b="@mindspore.bool_", sc=scores, m=m)
+    weights = site.expr("{softmax}({sc}, axis=-1)", softmax="@mindspore.ops.softmax", sc=scores)
+    p = site.arg("dropout_p")
+    try:
+        no_dropout = p is None or literal_value(p) == 0
+    except ValueError:
+        no_dropout = False
+    if not no_dropout:
+        weights = site.expr("{dropout}({w}, p={p})", dropout="@mindspore.ops.dropout", w=weights, p=p)
+    return site.expr("{matmul}({w}, {v})", matmul="@mindspore.ops.matmul", w=weights, v=v)
+
+
+def _is_false(node) -> bool:
+    return node is None or (isinstance(node, cst.Name) and node.value == "False")
