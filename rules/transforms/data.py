@@ -9,6 +9,8 @@ shuffle/batch). A pipeline node can feed one loader only (MindSpore: "not a tree
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
@@ -226,6 +228,7 @@ def data_loader(site):
         else:
             args.append(kwarg("shuffle", shuffle))
         pipeline = cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=args)
+    _check_loader_uses(site, shuffle, src)
     batch_size = site.arg("batch_size", cst.Integer("1"))
     if isinstance(batch_size, cst.Name) and batch_size.value == "None":
         return pipeline
@@ -234,6 +237,32 @@ def data_loader(site):
         batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
     return cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")),
                     args=_commas(batch_args))
+
+
+def _check_loader_uses(site, shuffle, src) -> None:
+    """Loader behaviour that differs and that only the rest of the file shows."""
+    code = site.rw.module.code
+    try:
+        shuffled = literal_value(shuffle)
+    except ValueError:
+        shuffled = None
+    if shuffled is not False and re.search(r"\bmanual_seed(_all)?\s*\(", code):
+        site.flag("review", f"{site.qualname}: with a global seed every `for ... in loader` pass rebuilds the "
+                            f"pipeline with the same seed: each epoch sees the same order (torch reshuffles); "
+                            f"iterate one loader.create_tuple_iterator(num_epochs=EPOCHS) across the epochs")
+    name = _assigned_name(site)
+    if name is not None and re.search(rf"(?<![\w.]){re.escape(name)}\.dataset\b", code):
+        source = site.code(src) if dotted(src) else "its source"
+        site.flag("review", f"{site.qualname}: a MindSpore pipeline has no .dataset: {name}.dataset is "
+                            f"{source} (len({source}) samples)")
+
+
+def _assigned_name(site) -> str | None:
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+            isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
+        return dotted(stmt.body[0].targets[0].target)
+    return None
 
 
 def _loaders_of(site, name: str) -> int:
