@@ -108,8 +108,7 @@ def cyclic_lr(site):
 
 
 _ONE_CYCLE_DEF = '''
-def {name}(step, total_steps={total}, pct_start={pct}, anneal_strategy={anneal},
-                     div_factor={div}, final_div_factor={final_div}, three_phase={three}):
+def {name}(step, total_steps={total}, pct_start={pct}, anneal_strategy={anneal}, div_factor={div}, final_div_factor={final_div}, three_phase={three}):
     """torch OneCycleLR's learning rate at `step`, as a fraction of max_lr."""
     step = float(step)
     initial = 1.0 / div_factor
@@ -165,7 +164,7 @@ def one_cycle_lr(site):
     target = _assigned_name(site)
     name = f"{target.rsplit('.', 1)[-1]}_factor" if target else "one_cycle_factor"
     fdef = site.stmt(_ONE_CYCLE_DEF.strip("\n").replace("{name}", name), **nodes)
-    site.before(fdef.with_changes(leading_lines=[cst.EmptyLine()]))
+    site.before(fdef.with_changes(leading_lines=[cst.EmptyLine(indent=False)]))
     site.before(site.stmt(
         "for group in {opt}.param_groups:  # OneCycleLR schedules relative to max_lr\n"
         "    group['lr'].set_data({T}({m}, {f32}))\n",
