@@ -7,6 +7,8 @@ or unexpected names (torch's strict load does): the check is emitted inline.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
@@ -118,8 +120,21 @@ def load(site):
         weights_only = site.literal("weights_only", None)
     except ValueError:
         weights_only = None
-    del weights_only  # MindSpore checkpoints hold tensors and scalars only: always "weights only"
+    name = _assigned_name(site)
+    used_as_module = name is not None and re.search(
+        rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module.code)
+    if weights_only is False or used_as_module:
+        site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
+                            f"checkpoint is a parameter table: build the Cell, then load_param_into_net")
     return site.expr("{load}({p})", load=site.ref("mindspore.load_checkpoint"), p=_ckpt_path(site, path))
+
+
+def _assigned_name(site) -> str | None:
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+            isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
+        return dotted(stmt.body[0].targets[0].target)
+    return None
 
 
 def _statement_call(site) -> bool:
