@@ -601,3 +601,72 @@ def test_records_validate():
     mine = set(_records())
     problems = [p for p in validate(load_table()) if p.split(":")[0] in mine]
     assert not problems
+
+
+SIGNATURE_CHECK = r'''
+import inspect, json, os, sys
+os.environ.setdefault("GLOG_v", "3")
+import mindspore
+problems = []
+for target, keywords, positional in json.loads(sys.argv[1] if len(sys.argv) > 1 else PAYLOAD):
+    obj = mindspore
+    try:
+        for part in target.split(".")[1:]:
+            obj = getattr(obj, part)
+    except AttributeError:
+        problems.append(f"{target} does not exist")
+        continue
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        continue
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        continue
+    for k in keywords:
+        if k not in names:
+            problems.append(f"{target} has no parameter {k!r}")
+    slots = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional > len(slots) and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        problems.append(f"{target} takes {len(slots)} positional arguments, the record passes {positional}")
+print(json.dumps(problems))
+'''
+
+
+# torch arguments a transform turns into something else itself (not passed on by name).
+TRANSFORM_OWN_ARGS = {
+    "torch.add": {"alpha"}, "torch.bucketize": {"input", "boundaries", "out"}, "torch.linspace": {"dtype"},
+    "torch.max": {"dim", "keepdim"}, "torch.min": {"dim", "keepdim"}, "torch.mean": {"dtype"},
+    "torch.log_softmax": {"dtype"}, "torch.normal": {"mean", "std", "size", "dtype"},
+    "torch.poisson": {"input"}, "torch.range": {"start", "end", "step", "dtype"}, "torch.round": {"decimals", "out"},
+    "torch.scatter_add": {"input", "dim", "index", "src"}, "torch.unique": {"sorted", "return_inverse",
+                                                                           "return_counts", "dim"},
+    "torch.std": {"unbiased", "correction"}, "torch.var": {"unbiased", "correction"},
+    "torch.std_mean": {"unbiased", "correction"}, "torch.var_mean": {"unbiased", "correction"},
+    "torch.norm": {"p", "out"}, "torch.randint": {"low", "high", "size"}, "torch.randint_like": {"input", "low", "high"},
+    "torch.bernoulli": {"p"}, "torch.where": {"condition"}, "torch.nonzero": {"as_tuple"},
+    "torch.median": {"input", "out"}, "torch.full": {"dtype"},
+}
+
+
+@pytest.mark.framework
+def test_emitted_keywords_exist_in_mindspore():
+    """Every keyword a record can emit (renamed or kept torch names, pinned defaults) is a
+    parameter of its MindSpore target, and its positional count fits (records without a transform)."""
+    payload = []
+    for name, rec in _records().items():
+        if not rec.target or not rec.target.startswith("mindspore."):
+            continue
+        if rec.target.rsplit(".", 1)[1][0].isupper() or rec.target.count(".") == 1 and not rec.args:
+            continue  # classes and dtype objects
+        skipped = set(rec.drop) | set(rec.reject) | set(rec.values) | TRANSFORM_OWN_ARGS.get(name, set())
+        names = [a.lstrip("*") for a in rec.args if a != "*"]
+        keywords = {rec.rename.get(a, a) for a in names if a not in skipped}
+        keywords -= {rec.rename.get(a, a) for a in rec.args[:rec.positional] if a.startswith("*")}
+        keywords |= set(rec.pin)
+        varargs = [a for a in rec.args if a.startswith("*") and a != "*"]
+        keywords -= {v.lstrip("*") for v in varargs if rec.args.index(v) < rec.positional}
+        payload.append([rec.target, sorted(keywords), rec.positional if rec.args else 0])
+    script = SIGNATURE_CHECK.replace("PAYLOAD", repr(json.dumps(payload)))
+    problems = run_script(script, timeout=120)
+    assert not problems, "\n".join(problems)
