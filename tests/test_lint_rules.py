@@ -172,3 +172,21 @@ def test_rule_claims_against_compiler(half):
                 if problem:
                     problems.append(f"{rule.code} {kind}[{i}]: {problem}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.fix_safety], ids=lambda r: r.code)
+def test_rule_fixes_apply_cleanly(rule):
+    from msmigrate.lint.runner import apply_fixes
+
+    fixed_any = False
+    for code in _examples(rule, "INVALID"):
+        diags = [d for d in lint_source(code, "invalid.py", ALL) if d.code == rule.code]
+        assert all(d.fix_safe == (rule.fix_safety == "safe") for d in diags)
+        new, applied = apply_fixes(code, diags, unsafe=True)
+        if not applied:
+            continue
+        fixed_any = True
+        compile(new, "fixed.py", "exec")
+        remaining = [d for d in lint_source(new, "fixed.py", ALL) if d.code == rule.code]
+        assert len(remaining) == len(diags) - len(applied), new
+    assert fixed_any, f"{rule.code} declares fixes but none applies to its INVALID examples"
