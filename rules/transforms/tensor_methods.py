@@ -338,6 +338,18 @@ def index_fill(site):
 def scatter(site):
     """Tensor.scatter ignores `reduce`: reduce='add' -> ops.tensor_scatter_elements(..., 'add')."""
     if not site.has("reduce"):
+        value = site.arg("src")
+        if value is not None and _is_number(value) and isinstance(_value(value), int):
+            # the ScatterValue CPU kernel rejects an int value: scatter a tensor of the value in
+            # the receiver's dtype (a float value where the receiver is an expression: float
+            # receivers are the common case, an int one fails loudly)
+            if _simple(site.receiver):
+                src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full_like",
+                                i=site.arg("index"), v=value, r=site.receiver)
+            else:
+                src = cst.parse_expression(repr(float(_value(value))))
+            return site.expr("{r}.scatter({d}, {i}, {s})", r=site.receiver, d=site.arg("dim"),
+                             i=site.arg("index"), s=src)
         return site.node.with_changes(args=site.standard_args())
     reduce = _literal(site, "reduce")
     if reduce != "add":
@@ -346,11 +358,62 @@ def scatter(site):
     src = site.arg("src")
     if src is None:
         raise Unconvertible("scatter(reduce=) needs a src tensor")
-    if isinstance(src, (cst.Integer, cst.Float, cst.UnaryOperation)):
-        src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full",
-                        i=site.expr("{i}.shape", i=site.arg("index")), v=src, r=site.receiver)
+    if _is_number(src):
+        src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full_like",
+                        i=site.arg("index"), v=src, r=site.receiver)
     return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
                      r=site.receiver, i=site.arg("index"), s=src, d=site.arg("dim"))
+
+
+def _simple(expr) -> bool:
+    """A name, attribute or literal subscript: cheap and the same value when written twice."""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _simple(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _simple(expr.value) and all(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.Integer, cst.Name))
+            for e in expr.slice)
+    return False
+
+
+def _is_number(node) -> bool:
+    try:
+        return isinstance(_value(node), (int, float)) and not isinstance(_value(node), bool)
+    except (ValueError, TypeError, SyntaxError):
+        return False
+
+
+def scatter_add(site):
+    if not (site.has("dim") and site.has("index") and site.has("src")):
+        raise Unconvertible("scatter_add() needs dim, index and src")
+    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
+                     r=site.receiver, i=site.arg("index"), s=site.arg("src"), d=site.arg("dim"))
+
+
+def unique(site):
+    """Sorted unique values of the flattened tensor (and counts): sort, then unique_consecutive."""
+    if site.has("dim") or site.has("return_inverse") and _literal(site, "return_inverse") is not False:
+        raise Unconvertible("unique(dim=/return_inverse=) is not converted")
+    counts = site.arg("return_counts")
+    base = site.expr("{r}.reshape(-1).sort()[0]", r=site.receiver)
+    if counts is None or _literal(site, "return_counts") is False:
+        return site.expr("{b}.unique_consecutive()", b=base)
+    return site.expr("{b}.unique_consecutive(return_counts={c})", b=base, c=counts)
+
+
+def xlogy(site):
+    """torch: 0 where x == 0 (MindSpore: nan when y is 0 too)."""
+    other = site.arg("other")
+    if other is None:
+        raise Unconvertible("xlogy() without other")
+    if not _simple(site.receiver):
+        site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
+                            f"name the receiver to get the zero-safe form")
+        return site.expr("{f}({r}, {o})", f="@mindspore.ops.xlogy", r=site.receiver, o=other)
+    return site.expr("{f}({r}, {w}({r} == 0, 1.0, {o}))", f="@mindspore.ops.xlogy", r=site.receiver,
+                     w="@mindspore.ops.where", o=other)
 
 
 # ---- dtypes and devices ------------------------------------------------------------------------------
@@ -467,6 +530,9 @@ def _random_fill(site, method: str, x: cst.BaseExpression) -> cst.BaseExpression
     if method == "normal_":
         return site.expr("{f}({x}) * {s} + {mu}", f="@mindspore.ops.randn_like", x=x,
                          s=num("std", "1.0"), mu=num("mean", "0.0"))
+    if method == "exponential_":
+        return site.expr("-{log}(1 - {f}({x})) / {l}", log="@mindspore.ops.log",
+                         f="@mindspore.ops.rand_like", x=x, l=num("lambd", "1.0"))
     if method == "cauchy_":
         return site.expr("{x}.cauchy({a}, {b})", x=x, a=num("median", "0.0"), b=num("sigma", "1.0"))
     return site.expr("{x}.log_normal({a}, {b})", x=x, a=num("mean", "1.0"), b=num("std", "2.0"))
@@ -485,7 +551,7 @@ def _out_of_place(site, x: cst.BaseExpression) -> cst.BaseExpression:
         return _int_node(0)
     if method == "fill_":
         return site.arg("value")
-    if method in ("uniform_", "normal_", "cauchy_", "log_normal_"):
+    if method in ("uniform_", "normal_", "cauchy_", "log_normal_", "exponential_"):
         return _random_fill(site, method, x)
     if method == "fill_diagonal_":
         return _fill_diagonal(site, x)
