@@ -510,3 +510,18 @@ def size_class(site):
 def int32_index(value, site):
     """Index tensors some MindSpore CPU kernels accept only as int32 (IndexFill)."""
     return _astype(site, value, site.ref("mindspore.int32"))
+
+
+def sizes(site):
+    """torch.zeros(2, 3) / zeros((2, 3)) / zeros(*shape) / zeros(2, *rest): MindSpore takes one
+    shape argument. Starred arguments become a tuple display `(2, *rest)`."""
+    stars = [a for a in site.unbound if a.star == "*"]
+    if stars:
+        elements = [cst.StarredElement(a.value) if a.star == "*" else cst.Element(a.value)
+                    for a in site.node.args if a.keyword is None]
+        site.unbound = [a for a in site.unbound if a.star != "*"]
+        rest = {k: v for k, v in site.bound.items() if k != "size"}
+        if len(elements) == 1:
+            elements = [elements[0].with_changes(comma=cst.Comma())]
+        site.bound = {"size": cst.Arg(cst.Tuple(elements)), **rest}
+    return site.call(site.record.target)
