@@ -62,6 +62,10 @@ def sign(*shape):     # {-1., 1.}, not differentiated
     return ["sign", list(shape)]
 
 
+def mask(*shape):     # bool, True on ~30% of positions but never on the first of the last axis
+    return ["mask", list(shape)]
+
+
 def labels(n, *shape):  # int64 in [0, n): what a torch DataLoader hands the converted program
     return ["labels", list(shape), n]
 
@@ -114,6 +118,8 @@ LAYERS = [
     case("nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))", x(3, 4)),
     case("nn.LSTM(4, 6, 2, batch_first=True, bidirectional=True)", x(2, 5, 4)),
     case("nn.GRU(4, 6)", x(5, 2, 4)),
+    case("nn.LSTM(4, 6, batch_first=True)", x(2, 5, 4), x(1, 2, 6), x(1, 2, 6), call="m(xs[0], (xs[1], xs[2]))"),
+    case("nn.GRU(4, 6, 2, bidirectional=True)", x(5, 2, 4), x(4, 2, 6)),
     case("nn.RNN(4, 6, 2, nonlinearity='relu', batch_first=True)", x(2, 5, 4)),
     case("nn.LSTMCell(4, 6)", x(3, 4), x(3, 6), x(3, 6), call="m(xs[0], (xs[1], xs[2]))"),
     case("nn.GRUCell(4, 6, bias=False)", x(3, 4), x(3, 6)),
@@ -164,7 +170,13 @@ LAYERS = [
     case("nn.Bilinear(3, 4, 5)", x(6, 3), x(6, 4)),
     case("nn.MultiheadAttention(8, 2)", x(5, 3, 8), x(5, 3, 8), x(5, 3, 8)),
     case("nn.MultiheadAttention(8, 2, batch_first=True, bias=False)", x(3, 5, 8), x(3, 4, 8), x(3, 4, 8)),
+    case("nn.MultiheadAttention(8, 2, batch_first=True)", x(3, 5, 8), x(3, 4, 8), x(3, 4, 8), mask(3, 4),
+         call="m(xs[0], xs[1], xs[2], key_padding_mask=xs[3], need_weights=False)[0]"),
+    case("nn.MultiheadAttention(8, 4)", x(5, 3, 8), x(5, 3, 8), x(5, 3, 8), mask(5, 5),
+         call="m(xs[0], xs[1], xs[2], attn_mask=xs[3], average_attn_weights=False)"),
     case("nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)", x(5, 3, 8)),
+    case("nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)", x(3, 5, 8), mask(3, 5),
+         call="m(xs[0], src_key_padding_mask=xs[1])"),
     case("nn.TransformerEncoderLayer(8, 2, 16, 0.0, 'gelu', batch_first=True, norm_first=True)", x(3, 5, 8)),
     case("nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)", x(3, 5, 8), x(3, 4, 8)),
     case("nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2)", x(5, 3, 8)),
@@ -216,12 +228,16 @@ LOSSES = [
     case("loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1, reduction='sum'); loss_fn(x0, x1)",
          x(6, 5), labels(5, 6)),
     case("loss_fn = nn.CrossEntropyLoss(ignore_index=2); loss_fn(x0, target=x1)", x(6, 5, 3), labels(5, 6, 3)),
+    case("w = torch.tensor([1.0, 2.0, 0.5, 1.0, 3.0]); criterion = nn.CrossEntropyLoss(weight=w); criterion(x0, x1)",
+         x(6, 5), labels(5, 6)),
     case("criterion = nn.NLLLoss(); criterion(x0, x1)", logprob(6, 5), labels(5, 6)),
+    case("criterion = nn.NLLLoss(weight=torch.ones(5) * 2.0); criterion(x0, x1)", logprob(6, 5), labels(5, 6)),
     case("criterion = nn.NLLLoss(reduction='sum', ignore_index=1); criterion(x0, x1)", logprob(6, 5), labels(5, 6)),
     case("nn.BCELoss()", unit(4, 5), binary(4, 5)),
     case("nn.BCELoss(reduction='sum')", unit(4, 5), binary(4, 5)),
     case("nn.BCEWithLogitsLoss()", x(4, 5), binary(4, 5)),
     case("nn.BCEWithLogitsLoss(reduction='none')", x(4, 5), binary(4, 5)),
+    case("nn.BCEWithLogitsLoss(pos_weight=torch.full((5,), 2.0))", x(4, 5), binary(4, 5)),
     case("nn.SmoothL1Loss()", x(4, 5), target(4, 5)),
     case("nn.SmoothL1Loss(beta=0.5, reduction='sum')", x(4, 5), target(4, 5)),
     case("nn.HuberLoss(delta=0.7)", x(4, 5), target(4, 5)),
@@ -423,6 +439,10 @@ def _make(spec, rng):
         return rng.integers(0, 2, shape).astype(np.float32)
     if kind == "sign":
         return (rng.integers(0, 2, shape) * 2 - 1).astype(np.float32)
+    if kind == "mask":
+        m = rng.uniform(size=shape) < 0.3
+        m[..., 0] = False
+        return m
     if kind == "labels":
         return rng.integers(0, spec[2], shape).astype(np.int64)
     raise ValueError(kind)
