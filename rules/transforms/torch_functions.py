@@ -97,6 +97,10 @@ def max_min(site):
             v = None
         if not isinstance(v, (int, tuple, list)) or isinstance(v, bool):
             other = dim   # torch.max(a, b): the second positional argument is a tensor
+            last = site.code(dim).rsplit(".", 1)[-1].lower()
+            if v is None and (last.endswith(("dim", "axis")) or last in ("d", "k")):
+                site.flag("review", f"{site.qualname}: {site.code(dim)} is taken for a tensor (element-wise "
+                                    f"{site.qualname.rsplit('.', 1)[1]}imum); if it is a dim, use ops.{name}")
     if other is not None:
         site.bound.pop("dim", None)
         site.bound.pop("other", None)
