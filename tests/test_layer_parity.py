@@ -109,6 +109,7 @@ LAYERS = [
     case("nn.LayerNorm([4, 6], eps=1e-6)", x(3, 4, 6)),
     case("nn.GroupNorm(2, 4)", x(3, 4, 5, 5)),
     case("nn.Embedding(10, 4)", labels(10, 3, 5)),
+    case("nn.Embedding.from_pretrained(torch.ones(6, 3), freeze=False)", labels(6, 2, 5)),
     case("nn.Dropout(0.3)", x(2, 3), mode="eval"),
     case("nn.Dropout(0.3)", x(64, 64), dropout_p=0.3),
     case("nn.Dropout()", x(64, 64), dropout_p=0.5),

@@ -70,3 +70,32 @@ def upsample(site):
             args = [kwarg("scale_factor", cst.Float(f"{scale}.0"), a)
                     if a.keyword is not None and a.keyword.value == "scale_factor" else a for a in args]
     return site.call(site.record.target, args)
+
+
+def embedding_from_pretrained(site):
+    """`nn.Embedding.from_pretrained(w, freeze, padding_idx)` -> an Embedding whose table is w.
+    torch freezes the table by default; a Cell's parameters train unless told otherwise."""
+    w = site.arg("embeddings")
+    if w is None:
+        raise Unconvertible("the embeddings argument is missing")
+    for name in ("max_norm",):
+        if site.arg(name) is not None and not (isinstance(site.arg(name), cst.Name) and site.arg(name).value == "None"):
+            raise Unconvertible(f"{name}= has no MindSpore equivalent")
+    for name in ("scale_grad_by_freq", "sparse"):
+        arg = site.arg(name)
+        if arg is not None and not (isinstance(arg, cst.Name) and arg.value == "False"):
+            raise Unconvertible(f"{name}={site.code(arg)} has no MindSpore equivalent")
+    wa = w if isinstance(w, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else \
+        w.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    args = [cst.Arg(site.expr("{w}.shape[0]", w=wa)), cst.Arg(site.expr("{w}.shape[1]", w=wa)),
+            kwarg("embedding_table", w)]
+    freeze = site.arg("freeze", cst.Name("True"))
+    if not (isinstance(freeze, cst.Name) and freeze.value == "False"):
+        site.flag("review", f"{site.qualname}: freeze={site.code(freeze)}: torch does not train this table; "
+                            f"set <embedding>.embedding_table.requires_grad = False")
+    padding_idx = site.arg("padding_idx")
+    if padding_idx is not None and not (isinstance(padding_idx, cst.Name) and padding_idx.value == "None"):
+        site.flag("review", f"{site.qualname}: padding_idx: MindSpore zeroes that row of the given table "
+                            f"(torch keeps it) and still trains it")
+        args.append(kwarg("padding_idx", padding_idx))
+    return site.call(site.record.target, args)
