@@ -276,9 +276,12 @@ def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exi
     elif fix and fixed_count:
         parts.append(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''}")
     if n:
-        tail = f" ({fixable} fixable with --fix)" if fixable and not fix and not diff else ""
+        notes = []
+        if fixable and not fix and not diff:
+            notes.append(f"{fixable} fixable with --fix")
         if hidden_unsafe and not diff:
-            tail += f" ({hidden_unsafe} more with --unsafe-fixes)"
+            notes.append(f"{hidden_unsafe} {'more ' if notes else ''}with --unsafe-fixes")
+        tail = f" ({'; '.join(notes)})" if notes else ""
         parts.append(f"Found {n} finding{'s' if n != 1 else ''}{tail}")
     elif not diff:
         parts.append("All checks passed!")
@@ -286,7 +289,7 @@ def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exi
         parts.append(f"{len(errors)} file{'s' if len(errors) != 1 else ''} could not be linted")
     skipped = sum(1 for r in results if r.skipped)
     parts.append(f"{len(results)} file{'s' if len(results) != 1 else ''} checked ({skipped} without compiled code)")
-    click.echo(". ".join(parts) + ".", err=summary_err)
+    click.echo(" ".join(p if p.endswith(("!", ".")) else p + "." for p in parts), err=summary_err)
     if errors:
         sys.exit(EXIT_ERROR)
     if exit_zero:
