@@ -473,6 +473,10 @@ EXTRA = [
     ("copy_", "x=f(3,4), y=f(3,4)", "z = x\nx.copy_(y)\nreturn z"),
     ("inplace:expression", "x=f(3,4)", "z = x.add_(1.0)\nreturn z"),
     ("inplace:chain", "x=f(3,4)", "return x.mul(2).add_(1.0)"),
+    ("inplace:ema", "e=f(3,4), p=f(3,4)", "z = e\ne.mul_(0.9).add_(p.detach(), alpha=0.1)\nreturn z"),
+    ("inplace:ema_data", "e=f(3,4), p=f(3,4)", "e.data.mul_(0.9).add_(p, alpha=0.1).clamp_(-0.5, 0.5)\nreturn e"),
+    ("inplace:zero_chain", "x=f(3,4)", "x.zero_().add_(2)\nreturn x"),
+    ("inplace:subscript_chain", "x=f(3,4)", "x[1].mul_(2).clamp_(0, 1)\nreturn x"),
     # copies, gradients, devices, dtypes
     ("clone", "x=f(3,4)", "c = x.clone()\nx.zero_()\nreturn c, x"),
     ("detach", "x=f(3,4)", "return x.detach()"),
@@ -542,18 +546,11 @@ FLAGGED = [
 # MindSpore returns int32 indices where torch returns int64 (values and usage in indexing agree).
 INT32_INDICES = {"argmin", "argsort", "sort", "topk", "cummin", "multinomial"}
 
-# Relative+absolute tolerance, float32. Default: a few float32 ulps on O(1) values, reductions
-# over <= 24 elements. MindSpore's CPU transcendental kernels are less accurate than torch's
-# (tanh ~1e-4 abs, exp ~5e-6 rel: reference/semantics.md), so those cases get their own bound.
-TOL = 2e-5
-LOOSE = {  # case id prefix -> tolerance, measured max error x ~3
-    "tanh": 3e-4, "tanh_": 3e-4, "sigmoid": 5e-6, "digamma": 1e-4, "igamma": 1e-4, "igammac": 1e-4,
-    "i0": 1e-4, "erfinv": 1e-4, "mvlgamma": 1e-4, "sinc": 1e-5, "logit": 1e-5, "tan": 1e-5,
-    "cholesky_solve": 1e-4, "inverse": 1e-4, "logdet": 1e-4, "slogdet": 1e-4, "logcumsumexp": 1e-5,
-    "float_power": 1e-5, "pow": 1e-5, "exp_": 1e-5, "exp": 1e-5, "expm1": 1e-5, "cosh": 1e-5,
-    "sinh": 1e-5, "logaddexp": 1e-5, "logaddexp2": 1e-5, "logsumexp": 1e-5, "softmax": 1e-5,
-    "log_softmax": 1e-5, "masked_fill": 1e-5,
-}
+# |ms - torch| <= TOL * (1 + |torch|), float32. Measured on these inputs (2026-11, MindSpore
+# 2.10 CPU): worst 2.2e-6 (log_softmax), 1.5e-6 (exp_), everything else <= 8e-7. MindSpore's CPU
+# exp is only ~5e-6 relative in general, and its tanh ~1e-4 absolute (reference/semantics.md).
+TOL = 1e-5
+LOOSE = {"tanh": 2e-4, "tanh_": 2e-4}
 
 # mapping-table rows without a numerical case, and why
 NOT_RUN = {

@@ -545,12 +545,15 @@ def _fill_diagonal(site, x: cst.BaseExpression) -> cst.BaseExpression:
                      x=x, eye="@mindspore.ops.eye", b="@mindspore.bool_", v=site.arg("fill_value"))
 
 
-def _out_of_place(site, x: cst.BaseExpression) -> cst.BaseExpression:
+def _out_of_place(site, x: cst.BaseExpression, scalar_ok: bool) -> cst.BaseExpression:
+    """The value `x.method_(...)` leaves in x. `scalar_ok`: a scalar fill may stay a scalar
+    (it is assigned with `x[...] = v`, which broadcasts)."""
     method = site.record.method_name
-    if method == "zero_":
-        return _int_node(0)
-    if method == "fill_":
-        return site.arg("value")
+    if method in ("zero_", "fill_"):
+        value = _int_node(0) if method == "zero_" else site.arg("value")
+        if scalar_ok:
+            return value
+        return site.expr("{f}({x}, {v})", f="@mindspore.ops.full_like", x=x, v=value)
     if method in ("uniform_", "normal_", "cauchy_", "log_normal_", "exponential_"):
         return _random_fill(site, method, x)
     if method == "fill_diagonal_":
@@ -572,14 +575,54 @@ def _target(receiver: cst.BaseExpression) -> cst.BaseExpression:
     return receiver
 
 
+def _inplace_chain(site) -> tuple[list[cst.Call], cst.BaseExpression | None]:
+    """The in-place calls of the current expression statement, outermost first, and the tensor
+    they all write to: `ema.mul_(d).add_(x)` -> ([add_ call, mul_ call], ema)."""
+    stmt = _statement(site)
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)):
+        return [], None
+    calls, node = [], stmt.body[0].value
+    while (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+           and node.func.attr.value.endswith("_")
+           and any(r.transform == site.record.transform for r in site.rw.table.methods(node.func.attr.value))):
+        calls.append(node)
+        node = node.func.value
+    return calls, node
+
+
+def _chain_role(site, calls) -> str | None:
+    """'outer' for the statement's outermost in-place call, 'inner' for one it is chained on."""
+    here, name = site.rw.pos_stack[-1], site.record.method_name
+    mine = [k for k, c in enumerate(calls)
+            if c.func.attr.value == name and site.rw._pos(c) == here]
+    if not mine:
+        return None
+    if 0 in mine and (len(calls) == 1 or not _simple(site.receiver)):
+        return "outer"
+    return "inner"
+
+
 def inplace(site):
     method = site.record.method_name
     receiver = site.receiver
     if isinstance(receiver, cst.Attribute) and receiver.attr.value == "grad":
         raise Unconvertible(f"{method} on .grad: MindSpore has no .grad; gradients come from "
                             f"grad/value_and_grad")
+    calls, base = _inplace_chain(site)
+    role = _chain_role(site, calls)
+    base = _target(base) if base is not None else None
+    chained = (role is not None and len(calls) > 1
+               and isinstance(base, (cst.Name, cst.Attribute, cst.Subscript))
+               and not any(c.func.attr.value in SHAPE_CHANGING for c in calls))
+    if chained:
+        # ema.mul_(d).add_(x): the outer call writes the whole chain's value back to ema
+        value = _out_of_place(site, receiver, scalar_ok=False)
+        if role == "inner":
+            return value
+        return _assign_back(site, base, value)
     target = _target(receiver)
-    statement = _is_statement(site)
+    statement = role == "outer"
     assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
     if method in SHAPE_CHANGING:
         value = _convert_as(site, method[:-1])
@@ -591,21 +634,19 @@ def inplace(site):
         return value
     # the result is computed from the tensor itself (`p`, not `p.data`: same values)
     site = _rebased(site, target)
-    value = _out_of_place(site, target)
     if statement and assignable:
-        if isinstance(target, cst.Subscript):
-            lhs = target
-        else:
-            lhs = site.expr("{t}[...]", t=target)
-        return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
-            targets=[cst.AssignTarget(lhs)], value=value)]))
+        return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True))
     if assignable:
         site.flag("review", f"{site.qualname}: the value is computed out of place; "
                             f"{site.code(target)} itself is not modified (write "
                             f"`{site.code(target)}[...] = ...` as a statement if it must be)")
-    if method in ("zero_", "fill_"):
-        return site.expr("{f}({x}, {v})", f="@mindspore.ops.full_like", x=target, v=value)
-    return value
+    return _out_of_place(site, target, scalar_ok=False)
+
+
+def _assign_back(site, target, value):
+    lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
+    return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
+        targets=[cst.AssignTarget(lhs)], value=value)]))
 
 
 def _rebased(site, target):
