@@ -81,6 +81,60 @@ def _flatten(value, is_tensor) -> list:
     return []
 
 
+def _reachable(function) -> list[tuple[object, object]]:
+    """(value, setter) for what a step function can reach: its module globals, its closure
+    variables, and the attributes of plain objects among those (a Trainer's model/optimizer)."""
+    import types
+
+    found = []
+
+    def dict_slots(d):
+        for key, value in list(d.items()):
+            found.append((value, lambda v, _d=d, _k=key: _d.__setitem__(_k, v)))
+
+    dict_slots(function.__globals__)
+    for cell in function.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        found.append((value, lambda v, _c=cell: setattr(_c, "cell_contents", v)))
+    plain = (types.ModuleType, type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+    for value, _ in list(found):
+        attrs = getattr(value, "__dict__", None)
+        if isinstance(attrs, dict) and type(value).__module__ == "__main__" and not isinstance(value, plain):
+            for key, attr in list(attrs.items()):
+                found.append((attr, lambda v, _o=value, _k=key: setattr(_o, _k, v)))
+    return found
+
+
+def _zero_attribute(cls, attr: str) -> None:
+    """After construction, remember the layer's dropout rate and set it to 0."""
+    orig_init = cls.__init__
+
+    def init(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        self._msmigrate_p = float(getattr(self, attr) or 0.0)
+        setattr(self, attr, 0.0)
+
+    cls.__init__ = init
+
+# Relative to the largest gradient element of the step, float32 rounding level: such elements
+# have no determined gradient (e.g. an attention key bias, a conv bias in front of BatchNorm),
+# and Adam-style optimizers turn their rounding noise into full-size steps in either framework.
+ROUNDING_LEVEL = 1e-7
+
+
+def _record_rounding_level_grads(rec: Record, step: int, model) -> None:
+    grads = {n: p.grad.detach().abs() for n, p in model.named_parameters() if p.grad is not None}
+    if not grads:
+        return
+    top = max(float(g.max()) for g in grads.values())
+    for name, g in grads.items():
+        mask = ((g > 0) & (g <= ROUNDING_LEVEL * top)).cpu().numpy()  # exact zeros are determined
+        if mask.any():
+            rec.arrays[f"noise/{step}/{name}"] = mask
+
 # ---------------------------------------------------------------- torch
 def run_torch(rec: Record, script: str) -> None:
     import torch
@@ -102,6 +156,14 @@ def run_torch(rec: Record, script: str) -> None:
         self.p = 0.0
 
     tdropout._DropoutNd.__init__ = dropout_init
+    _zero_attribute(torch.nn.MultiheadAttention, "dropout")   # attention-weight dropout
+    orig_sdpa = F.scaled_dot_product_attention
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):
+        rec.meta["functional_dropout_calls"] += dropout_p > 0
+        return orig_sdpa(query, key, value, attn_mask, 0.0, *args, **kwargs)
+
+    F.scaled_dot_product_attention = sdpa
     for fname in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
         orig = getattr(F, fname)
 
@@ -179,6 +241,8 @@ def run_torch(rec: Record, script: str) -> None:
         if step == 1 and st["model"] is not None:
             rec.meta["training"] = {n: bool(m.training) for n, m in st["model"].named_modules()}
         result = orig_backward(self, *args, **kwargs)
+        if st["model"] is not None:
+            _record_rounding_level_grads(rec, step, st["model"])
         if step == 1 and rec.spec.get("grads") and st["model"] is not None:
             for name, p in st["model"].named_parameters():
                 if p.grad is not None:
@@ -226,6 +290,9 @@ def run_mindspore(rec: Record, script: str) -> None:
             return dropout_init
         cls.__init__ = make(cls.__init__)
 
+    if hasattr(nn, "MultiheadAttention"):
+        _zero_attribute(nn.MultiheadAttention, "dropout")
+
     def no_dropout(input, p=0.5, training=True, seed=None):
         return input
 
@@ -252,9 +319,9 @@ def run_mindspore(rec: Record, script: str) -> None:
             pass
         return types
 
-    def find_model(namespace: dict):
+    def find_model(function):
         optimizer_types = _optimizer_types()
-        cells = [v for v in namespace.values()
+        cells = [v for v, _ in _reachable(function)
                  if isinstance(v, nn.Cell) and not isinstance(v, optimizer_types)
                  and any(True for _ in v.get_parameters())]
         wanted = {m.ms_key for m in mappings.values()}
@@ -318,16 +385,15 @@ def run_mindspore(rec: Record, script: str) -> None:
         ids = {id(p): n for n, p in model.parameters_and_names()}
         names = {id(c): n for n, c in model.cells_and_names()}
         saved = {n: p.asnumpy().copy() for n, p in model.parameters_and_names()}
-        namespace = function.__globals__
         optimizer_types = _optimizer_types()
-        swapped = {}
-        for key, value in list(namespace.items()):
-            entry = st["grad_fns"].get(id(value))
+        restore = []
+        for value, setter in _reachable(function):
             if isinstance(value, optimizer_types):
-                swapped[key] = value
-                namespace[key] = _NoStep(value)
+                setter(_NoStep(value))
+                restore.append((setter, value))
                 continue
-            if entry is None:
+            entry = st["grad_fns"].get(id(value))
+            if entry is None or entry[0] is not value:
                 continue
             real, weights, grad_position = entry
 
@@ -337,12 +403,13 @@ def run_mindspore(rec: Record, script: str) -> None:
                 plist = list(_weights) if _weights is not None else []
                 for p, g in zip(plist, grads):
                     name = ids.get(id(p), getattr(p, "name", "?"))
+                    if f"grad/{name}" not in rec.arrays:
+                        rec.meta["grads"].append(name)
                     rec.arrays[f"grad/{name}"] = g.asnumpy().copy()
-                    rec.meta["grads"].append(name)
                 return out
 
-            swapped[key] = value
-            namespace[key] = capture
+            setter(capture)
+            restore.append((setter, value))
         handles = []
 
         def hook(cell, inputs, output):
@@ -359,7 +426,8 @@ def run_mindspore(rec: Record, script: str) -> None:
         finally:
             for h in handles:
                 h.remove()
-            namespace.update(swapped)
+            for setter, value in reversed(restore):
+                setter(value)
             for n, p in model.parameters_and_names():
                 p.set_data(ms.Tensor(saved[n]).astype(p.dtype))
 
@@ -379,9 +447,10 @@ def run_mindspore(rec: Record, script: str) -> None:
             if step > rec.limit:
                 raise StopRun
             if st["model"] is None:
-                st["model"] = find_model(function.__globals__)
+                st["model"] = find_model(function)
                 if st["model"] is None:
-                    raise WeightMappingError("no MindSpore network (a Cell with parameters) at module level")
+                    raise WeightMappingError("no MindSpore network (a Cell with parameters) reachable from "
+                                             f"{function.__name__}: its globals, closure or their attributes")
                 load_torch_weights(st["model"])
                 model = st["model"]
                 rec.meta["model_class"] = type(model).__qualname__

@@ -1,0 +1,194 @@
+"""`msmigrate parity`: the training-program fixtures pass, the planted bugs fail at the right
+step and layer, and the comparison logic itself (on synthetic records, no frameworks)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from msmigrate.parity.check import Options, compare, run_parity
+from msmigrate.parity.report import format_text, write_plot
+
+from conftest import FIXTURES
+
+PROGRAMS = FIXTURES / "programs"
+HANDWRITTEN = PROGRAMS / "handwritten"
+
+
+def parity(torch_name, ms_name=None, **kw):
+    against = HANDWRITTEN / ms_name if ms_name else None
+    return run_parity(PROGRAMS / torch_name, against, Options(timeout=300, **kw))
+
+
+# ------------------------------------------------------------ fixtures pass
+@pytest.mark.framework
+@pytest.mark.parametrize("name, steps, batches", [("mlp", 8, 0), ("cnn", 8, 8), ("lstm", 6, 0)])
+def test_handwritten_counterpart_passes(name, steps, batches):
+    r = parity(f"train_{name}.py", f"train_{name}_ms.py")
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == steps
+    assert r["max_abs_diff"] < 1e-5 and r["first_divergence"] is None
+    assert all(row["compared_state"] and row["state_max_abs"] < 1e-5 for row in r["steps"])
+    assert r["setup"]["torch_batches_recorded"] == batches
+    if name == "cnn":  # shuffled DataLoader vs shuffled MindSpore dataset: orders differ, replayed
+        assert r["setup"]["replay"]["replayed"] == 8
+        assert r["setup"]["weights_dropped"] == ["bn.num_batches_tracked"]
+        assert r["setup"]["dropout_disabled"]["torch"] == {"drop": 0.25}
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("name", ["mlp", "cnn", "lstm"])
+def test_converted_program_passes(name):
+    r = parity(f"train_{name}.py", steps=3)
+    assert r["setup"]["converted"]
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == 3
+
+
+# ------------------------------------------------------------ planted bugs
+@pytest.mark.framework
+def test_gelu_tanh_default_points_at_the_activation():
+    r = parity("train_mlp.py", "train_mlp_bug_gelu_ms.py", grads=True, steps=2)
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert (f["step"], f["name"], f["kind"]) == (1, "act", "layer output"), f
+    acts = {a["name"]: a for a in r["activations"]}
+    assert acts["fc1"]["ok"] and not acts["act"]["ok"] and 1e-5 < acts["act"]["max_abs"] < 1e-2
+    assert not [g for g in r["grads"] if g["name"] == "fc1.weight"][0]["ok"]
+
+
+@pytest.mark.framework
+def test_positional_keep_prob_points_at_the_dropout_layer():
+    r = parity("train_mlp.py", "train_mlp_bug_keep_prob_ms.py", steps=2)
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert (f["step"], f["name"], f["kind"]) == (1, "drop", "dropout"), f
+    assert "p=0.9" in f["detail"] and "p=0.1" in f["detail"]
+
+
+@pytest.mark.framework
+def test_bn_momentum_left_unconverted_points_at_the_running_stats():
+    r = parity("train_cnn.py", "train_cnn_bug_bn_momentum_ms.py", steps=2)
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert f["step"] == 1 and f["kind"] == "state" and f["name"].startswith("bn.moving_"), f
+    assert r["steps"][0]["loss_ok"]        # the training loss alone would not show it
+
+
+@pytest.mark.framework
+def test_adam_eps_semantics_diverge_at_the_first_update():
+    r = parity("train_cnn.py", "train_cnn_bug_adam_eps_ms.py", steps=2)
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert f["step"] == 1 and f["kind"] == "state", f
+    assert f["name"] in {"conv.weight", "bn.gamma", "bn.beta", "fc.weight", "fc.bias"}
+    assert r["steps"][0]["loss_ok"]        # same weights, same loss: only the update differs
+
+
+@pytest.mark.framework
+def test_missing_set_train_points_at_batchnorm():
+    r = parity("train_cnn.py", "train_cnn_bug_no_set_train_ms.py", grads=True, steps=2)
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert (f["step"], f["name"]) == (1, "bn"), f
+    assert not r["steps"][0]["loss_ok"]
+    assert [c for c in r["config"] if c["kind"] == "mode" and "bn" in c["names"]]
+
+
+# ------------------------------------------------------------ command line
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "msmigrate.cli", "parity", *map(str, args)],
+                          capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@pytest.mark.framework
+def test_cli_json_exit_1_and_plot(tmp_path):
+    png = tmp_path / "parity.png"
+    proc = _cli(PROGRAMS / "train_lstm.py", "--against", HANDWRITTEN / "train_lstm_ms.py",
+                "--steps", "2", "--atol", "0", "--rtol", "1e-9", "--json", "--plot", png)
+    assert proc.returncode == 1, proc.stderr      # float noise cannot meet rtol 1e-9, atol 0
+    r = json.loads(proc.stdout)
+    assert r["torch_steps"] == 2 and r["first_divergence"]["step"] == 1
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.framework
+def test_cli_table_exit_0():
+    proc = _cli(PROGRAMS / "train_mlp.py", "--against", HANDWRITTEN / "train_mlp_ms.py", "--steps", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "torch loss" in proc.stdout and "PASS" in proc.stdout
+    assert "dropout turned off in both runs" in proc.stdout
+
+
+@pytest.mark.framework
+def test_cli_exit_2_when_a_program_fails(tmp_path):
+    bad = tmp_path / "bad_ms.py"
+    bad.write_text("raise RuntimeError('boom')\n")
+    proc = _cli(PROGRAMS / "train_mlp.py", "--against", bad, "--steps", "1")
+    assert proc.returncode == 2 and "boom" in proc.stderr
+
+
+@pytest.mark.framework
+def test_cli_exit_2_when_the_torch_program_fails(tmp_path):
+    bad = tmp_path / "train.py"
+    bad.write_text("raise SystemExit('not a training script')\n")
+    proc = _cli(bad, "--against", bad)
+    assert proc.returncode == 2 and "not a training script" in proc.stderr
+
+
+# ------------------------------------------------------------ comparison logic
+def _records(t_losses, m_losses, t_state, m_state, **meta):
+    tmeta = {"losses": t_losses, "init_keys": list(t_state[0]), "module_classes": {"": "x.Net", "bn": "torch.nn.BatchNorm1d"},
+             "dropout": meta.get("tdrop", {}), "training": {}, "grads": []}
+    mmeta = {"losses": m_losses, "dropout": meta.get("mdrop", {}), "training": {}, "grads": []}
+    tarr = {f"state/{i + 1}/{k}": np.asarray(v, np.float32) for i, s in enumerate(t_state) for k, v in s.items()}
+    marr = {f"state/{i + 1}/{k}": np.asarray(v, np.float32) for i, s in enumerate(m_state) for k, v in s.items()}
+    tarr.update(meta.get("tnoise", {}))
+    return tmeta, tarr, mmeta, marr
+
+
+def test_compare_maps_names_and_finds_first_divergence():
+    t_state = [{"fc.weight": [1.0, 2.0], "bn.running_mean": [0.1]}, {"fc.weight": [1.1, 2.0], "bn.running_mean": [0.2]}]
+    m_state = [{"fc.weight": [1.0, 2.0], "bn.moving_mean": [0.1]}, {"fc.weight": [1.1, 2.0], "bn.moving_mean": [0.25]}]
+    r = compare(*_records([1.0, 0.9], [1.0, 0.9], t_state, m_state), Options())
+    assert not r["passed"]
+    assert r["first_divergence"] == {"step": 2, "kind": "state", "name": "bn.moving_mean",
+                                     "detail": "bn.moving_mean after the step differs by 0.05"}
+    assert [row["state_ok"] for row in r["steps"]] == [True, False]
+
+
+def test_compare_loss_tolerance_and_missing_steps():
+    s = [{"fc.weight": [1.0]}] * 3
+    r = compare(*_records([1.0, 1.0, 1.0], [1.00005, 1.0], s, s[:2]), Options(rtol=1e-4, atol=0))
+    assert [row["loss_ok"] for row in r["steps"]] == [True, True, False]
+    assert r["first_divergence"]["step"] == 3 and "fewer steps" in r["first_divergence"]["detail"]
+    r = compare(*_records([1.0], [1.001], s[:1], s[:1]), Options(rtol=1e-4, atol=1e-5))
+    assert r["first_divergence"]["kind"] == "loss" and r["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_compare_dropout_rate_and_rounding_level_mask():
+    s = [{"fc.weight": [1.0, 5.0]}]
+    m = [{"fc.weight": [1.0, 5.3]}]
+    noise = {"noise/1/fc.weight": np.array([False, True])}
+    r = compare(*_records([1.0], [1.0], s, m, tnoise=noise), Options())
+    assert r["passed"] and r["rounding_level_grads"] == {"fc.weight": 1}
+    r = compare(*_records([1.0], [1.0], s, s, tdrop={"drop": 0.1}, mdrop={"drop": 0.9}), Options())
+    assert not r["passed"] and r["first_divergence"]["kind"] == "dropout"
+
+
+def test_report_and_plot(tmp_path):
+    s = [{"fc.weight": [1.0]}] * 2
+    r = compare(*_records([1.0, 0.5], [1.0, 0.6], s, s), Options())
+    r["setup"] = {"torch_script": "t.py", "mindspore_script": "m.py", "converted": False, "torch_model": "Net",
+                  "ms_model": "Net", "weights_loaded": 1, "weights_dropped": [],
+                  "dropout_disabled": {"torch": {}, "mindspore": {}, "functional_calls": 0},
+                  "torch_batches_recorded": 0, "replay": {}}
+    text = format_text(r)
+    assert "FAIL: first divergence at step 2" in text and "0.5" in text and "0.6" in text
+    write_plot(r, tmp_path / "p.png")
+    write_plot(r, tmp_path / "p.svg")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert "<polyline" in (tmp_path / "p.svg").read_text()
