@@ -199,7 +199,7 @@ CASES: dict[str, list] = {
                   "torch.sum(ia, dtype=torch.float32)"],
     "torch.var": ["torch.var(a)", "torch.var(a, 1, keepdim=True)", "torch.var(a, dim=0, unbiased=False)"],
     "torch.var_mean": ["torch.var_mean(a, 1)"],
-    "torch.trapz": ["torch.trapz(a)", "torch.trapz(a, v, dim=1)"],
+    "torch.trapz": ["torch.trapz(a)", "torch.trapz(a, v, dim=1)", "torch.trapz(a, dx=0.5, dim=0)"],
     # ---- creation --------------------------------------------------------------------
     "torch.arange": ["torch.arange(5)", "torch.arange(1, 4)", "torch.arange(0, 1, 0.25)",
                      "torch.arange(5, dtype=torch.float32)"],
@@ -365,7 +365,8 @@ CASES: dict[str, list] = {
     "torch.randperm": [("torch.sort(torch.randperm(50))[0]", {"index32": True}), ("torch.randperm(7).dtype == torch.int64", {})],
     "torch.bernoulli": [("torch.bernoulli(pbig)", {"random": True})],
     "torch.multinomial": [("torch.multinomial(cat_probs, 4000, replacement=True)", {"random": True}),
-                          ("torch.sort(torch.multinomial(cat_probs, 4))[0]", {"index32": True})],
+                          ("torch.sort(torch.multinomial(cat_probs, 4))[0]", {"index32": True}),
+                          ("torch.multinomial(cat_probs, 4000, True)", {"random": True})],
     "torch.normal": [("torch.normal(zbig, 2.0)", {"random": True}), ("torch.normal(1.0, 2.0, size=(4000,))", {"random": True}),
                      ("torch.normal(zbig, zbig + 1)", {"random": True})],
     "torch.poisson": [("torch.poisson(rbig)", {"random": True})],
