@@ -126,6 +126,10 @@ folder_loader = torch.utils.data.DataLoader(folder, batch_size=2)
 nearest = datasets.ImageFolder(ROOT + "/square", T.Compose([
     T.Resize(24, interpolation=T.InterpolationMode.NEAREST), T.ToTensor()]))
 nearest_loader = torch.utils.data.DataLoader(nearest, batch_size=2)
+gray = datasets.ImageFolder(ROOT + "/square", T.Compose([T.Grayscale(), T.ToTensor()]))
+gray3 = datasets.ImageFolder(ROOT + "/square", T.Compose([T.RandomGrayscale(p=1.0), T.ToTensor()]))
+gray3_loader = torch.utils.data.DataLoader(gray3, batch_size=2)
+gray_loader = torch.utils.data.DataLoader(gray, batch_size=2)
 shuffled_loader = torch.utils.data.DataLoader(datasets.MNIST(ROOT, True, mnist_tf), batch_size=4, shuffle=True)
 flag = True
 mnist_again = datasets.MNIST(ROOT, transform=mnist_tf)  # a MindSpore pipeline feeds one loader
@@ -237,6 +241,15 @@ try:
     res["nearest"] = compare(collect(ms_prog.nearest_loader), [(np.stack(exp), np.array([0, 1]))])
 except Exception:
     res["nearest"] = traceback.format_exc()[-2000:]
+try:  # torchvision's Grayscale is PIL's convert("L") (PIL is installed: the reference itself)
+    def luma(img):
+        return np.asarray(Image.fromarray(img).convert("L"))[:, :, None]
+    exp = [to_tensor(luma(square[c])) for c in ["one", "two"]]
+    res["gray"] = compare(collect(ms_prog.gray_loader), [(np.stack(exp), np.array([0, 1]))])
+    exp3 = [np.repeat(e, 3, axis=0) for e in exp]
+    res["gray"] = max(res["gray"], compare(collect(ms_prog.gray3_loader), [(np.stack(exp3), np.array([0, 1]))]))
+except Exception:
+    res["gray"] = traceback.format_exc()[-2000:]
 try:
     got = collect(ms_prog.shuffled_loader)
     got2 = collect(ms_prog.shuffled_named)
@@ -309,6 +322,14 @@ def test_vision_pipeline_matches_torchvision_semantics(vision_results, name):
     got = vision_results[name]
     assert not isinstance(got, str), got
     assert got <= 1e-5, f"max |ms - expected| = {got}"
+
+
+@pytest.mark.framework
+def test_grayscale_matches_pil_luma(vision_results):
+    got = vision_results["gray"]
+    assert not isinstance(got, str), got
+    # PIL rounds its fixed-point luma differently from ConvertColor: at most one grey level
+    assert got <= 1 / 255 + 1e-6
 
 
 @pytest.mark.framework

@@ -423,3 +423,35 @@ def compose(site):
                 site.flag("review", f"{site.qualname}: {func[len(vision):]} after ToTensor gets a CHW float "
                                     f"tensor; MindSpore's version expects an HWC image: move it before ToTensor")
     return site.call(site.record.target)
+
+
+def _to_gray(site) -> cst.BaseExpression:
+    return site.expr("{C}({M})", C=site.ref("mindspore.dataset.vision.ConvertColor"),
+                     M=site.ref("mindspore.dataset.vision.ConvertMode.COLOR_RGB2GRAY"))
+
+
+def _gray_to_rgb(site) -> cst.BaseExpression:
+    return site.expr("{C}({M})", C=site.ref("mindspore.dataset.vision.ConvertColor"),
+                     M=site.ref("mindspore.dataset.vision.ConvertMode.COLOR_GRAY2RGB"))
+
+
+def grayscale(site):
+    """Grayscale(1) -> ConvertColor(RGB2GRAY) (an HxW image, like PIL's 'L'); Grayscale(3) also
+    converts back to three equal channels."""
+    try:
+        n = site.literal("num_output_channels", 1)
+    except ValueError:
+        raise Unconvertible("num_output_channels is not a literal", "manual") from None
+    if n == 1:
+        return _to_gray(site)
+    if n == 3:
+        return site.expr("{C}([{g}, {rgb}])", C=site.ref("mindspore.dataset.transforms.Compose"),
+                         g=_to_gray(site), rgb=_gray_to_rgb(site))
+    raise Unconvertible(f"num_output_channels={n}", "manual")
+
+
+def random_grayscale(site):
+    """RandomGrayscale(p): with probability p, grey in three channels (torch keeps the channels)."""
+    p = site.arg("p", cst.Float("0.1"))
+    return site.expr("{A}([{g}, {rgb}], prob={p})", A=site.ref("mindspore.dataset.transforms.RandomApply"),
+                     g=_to_gray(site), rgb=_gray_to_rgb(site), p=p)
