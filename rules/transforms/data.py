@@ -403,7 +403,7 @@ def identity_fn(site):
     return fn
 
 
-_CHW_OK = ("Normalize", "RandomErasing", "ToPIL")
+_CHW_OK = ("Normalize", "RandomErasing", "ToPIL", "LinearTransformation")
 
 
 def compose(site):
