@@ -2,11 +2,31 @@
 nothing; the program's own device logic keeps running on the strings."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible
 from msmigrate.mapping import transform_function
 from msmigrate.names import dotted
+
+
+def device_value(site):
+    """torch.device('cuda') -> 'cuda': the string keeps `use_cuda`-style logic running, but has no
+    .type / .index."""
+    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+            isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
+        name = dotted(stmt.body[0].targets[0].target)
+        if name and re.search(rf"(?<![\w.]){re.escape(name)}\.(type|index)\b", site.rw.module.code):
+            site.flag("review", f"{site.qualname}: {name} becomes a string ('cuda' / 'cpu'): "
+                                f"{name}.type / {name}.index do not exist on it")
+    if site.is_call:
+        args = [a.value for a in site.node.args if a.keyword is None]
+        if not args and site.has("type"):
+            args = [site.arg("type")]
+        return args[0] if args else cst.SimpleString("'cpu'")
+    return site.node
 
 
 def gpu_count(site):
