@@ -184,6 +184,7 @@ LAYERS = [
     case("nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)", x(3, 5, 8), x(3, 4, 8)),
     case("nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2)", x(5, 3, 8)),
     case("nn.Transformer(8, 2, 1, 1, 16, 0.0, batch_first=True)", x(3, 5, 8), x(3, 4, 8)),
+    case("F.softmax(x0 + nn.Transformer.generate_square_subsequent_mask(5), dim=-1)", x(2, 5, 5)),
 ]
 
 ACTIVATIONS = [

@@ -99,3 +99,13 @@ def embedding_from_pretrained(site):
                             f"(torch keeps it) and still trains it")
         args.append(kwarg("padding_idx", padding_idx))
     return site.call(site.record.target, args)
+
+
+def square_subsequent_mask(site):
+    """Transformer.generate_square_subsequent_mask(sz): -inf above the diagonal, 0 elsewhere
+    (MindSpore's Transformer has no such helper in 2.10)."""
+    sz = site.arg("sz")
+    if sz is None:
+        raise Unconvertible("sz is missing")
+    return site.expr("{triu}({full}(({n}, {n}), float('-inf')), 1)", triu="@mindspore.ops.triu",
+                     full="@mindspore.ops.full", n=sz)
