@@ -211,3 +211,56 @@ def test_lint_path_imports_no_framework(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.py")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "MSG101" in proc.stdout
+
+
+def test_cross_file_analysis(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(textwrap.dedent("""\
+        from mindspore import nn
+
+        def scale(x):
+            try:
+                return x * 2
+            except ValueError:
+                return x
+
+        def unused(x):
+            del x
+
+        class Base(nn.Cell):
+            pass
+        """))
+    (pkg / "model.py").write_text(textwrap.dedent("""\
+        from .helpers import scale, Base
+
+        class Net(Base):
+            def construct(self, x):
+                for k in range(2):
+                    x = x + k
+                else:
+                    x = x * 2
+                return scale(x)
+        """))
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import mindspore as ms
+        import pkg.helpers
+
+        @ms.jit
+        def step(x):
+            return pkg.helpers.scale(x)
+        """))
+    # alone, neither file shows the problem: Net's base and scale's caller live elsewhere
+    assert not lint_source((pkg / "helpers.py").read_text(), "helpers.py")
+    assert not lint_source((pkg / "model.py").read_text(), "model.py")
+    r = run(["--no-cache", "pkg"], tmp_path)
+    found = sorted(ln.split()[0:2] for ln in r.output.splitlines() if ln.startswith("pkg"))
+    assert found == [["pkg/helpers.py:4:5:", "MSG101"], ["pkg/model.py:5:9:", "MSG111"]], r.output
+    r = run(["--no-cache", "pkg/helpers.py", "train.py"], tmp_path)
+    assert "pkg/helpers.py:4:5: MSG101" in r.output and "MSG104" not in r.output
+    # cached runs give the same answer, and a change in the caller invalidates the callee's entry
+    assert run(["pkg"], tmp_path).output == run(["pkg"], tmp_path).output
+    (pkg / "model.py").write_text("from .helpers import Base\n\nclass Net(Base):\n    def construct(self, x):\n"
+                                  "        return x\n")
+    assert "MSG101" not in run(["pkg"], tmp_path).output

@@ -28,6 +28,9 @@ JIT_NAMES = frozenset({"mindspore.jit", "mindspore.common.api.jit", "mindspore.c
                        "mindspore.graph.api.jit", "mindspore.ms_function", "mindspore.common.api.ms_function"})
 JIT_CLASS_NAMES = frozenset({"mindspore.jit_class", "mindspore.common.api.jit_class",
                              "mindspore.common.jit_class"})
+# First components of relative imports inside mindspore's own package (`from ..cell import Cell`).
+MINDSPORE_RELATIVE = frozenset({"ops", "nn", "common", "cell", "layer", "operations", "functional",
+                                "composite", "_checkparam", "_extends"})
 CONTAINER_LIKE = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -41,6 +44,16 @@ def dotted(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+@dataclass(frozen=True)
+class External:
+    """Facts about this file that come from the other files linted with it (see crossfile.py)."""
+    cell_bases: frozenset = frozenset()       # local names of imported Cell classes
+    graph_functions: tuple = ()               # (top-level function, why): called from compiled code elsewhere
+
+    def key(self) -> str:
+        return repr((sorted(self.cell_bases), sorted(self.graph_functions)))
 
 
 def target_names(target: ast.AST) -> list[str]:
@@ -70,9 +83,10 @@ class GraphFunction:
 class FileModel:
     """Imports, classes and functions of one module, and which of them are graph code."""
 
-    def __init__(self, tree: ast.Module, strict: bool = False):
+    def __init__(self, tree: ast.Module, strict: bool = False, external: "External | None" = None):
         self.tree = tree
         self.strict = strict
+        self.external = external or External()
         self.aliases: dict[str, str] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, ast.FunctionDef] = {}
@@ -115,7 +129,7 @@ class FileModel:
         d = dotted(base)
         if d is None:
             return False
-        if d in self.cell_classes:
+        if d in self.cell_classes or d in self.external.cell_bases:
             return True
         q = self.qualname(base) or ""
         last = d.rsplit(".", 1)[-1]
@@ -173,7 +187,7 @@ class FileModel:
                     self.const_callables.update(t.id for t in targets if isinstance(t, ast.Name))
         # mindspore's own package: relative imports inside mindspore resolve to mindspore
         for k, v in list(self.aliases.items()):
-            if v.startswith(".") and (v.lstrip(".").startswith(("ops", "nn", "common", "cell", "layer"))):
+            if v.startswith(".") and v.lstrip(".").split(".")[0] in MINDSPORE_RELATIVE:
                 self.aliases[k] = "mindspore." + v.lstrip(".")
         for name, cls in self.classes.items():
             for dec in cls.decorator_list:
@@ -188,6 +202,11 @@ class FileModel:
                     self.cell_classes.add(name)
                     changed = True
         self._find_entries()
+        for name, why in self.external.graph_functions:
+            if name in self.functions:
+                g = self._add(self.functions[name], None, f"called from compiled code: {why}")
+                if g is not None:
+                    g.tensor_params = self._entry_params(g)
         self._close_over_callees()
 
     @staticmethod

@@ -45,8 +45,10 @@ def might_compile(source: str) -> bool:
     return any(m in source for m in MARKERS)
 
 
-def lint_source(code: str, path: str = "<string>", config: LintConfig | None = None) -> list[Diagnostic]:
-    """Lint `code` (the text of `path`). Raises SyntaxError if it does not parse."""
+def lint_source(code: str, path: str = "<string>", config: LintConfig | None = None,
+                external=None) -> list[Diagnostic]:
+    """Lint `code` (the text of `path`). Raises SyntaxError if it does not parse.
+    `external`: facts from other files linted together (msmigrate.lint.crossfile)."""
     config = config or LintConfig()
     if not might_compile(code):
         return []
@@ -54,7 +56,7 @@ def lint_source(code: str, path: str = "<string>", config: LintConfig | None = N
     rules = [r for r in all_rules() if config.enabled(r, path)]
     if not rules:
         return []
-    model = FileModel(tree, strict=config.strict)
+    model = FileModel(tree, strict=config.strict, external=external)
     ctx = Context(path, code, tree, model, config)
     instances = [r(ctx) for r in rules]
     dispatch: dict[type, list] = {}

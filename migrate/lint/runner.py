@@ -59,8 +59,25 @@ def rules_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def _summarize_one(path) -> dict | None:
+    """Cross-file summary of one file (None if it cannot contain compiled code or does not parse)."""
+    import ast
+
+    from msmigrate.lint.analysis import FileModel
+    from msmigrate.lint.crossfile import summarize
+
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+        if not might_compile(text):
+            return None
+        tree = ast.parse(text)
+        return summarize(tree, FileModel(tree))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def _lint_one(args) -> FileResult:
-    path, config = args
+    path, config, external = args
     res = FileResult(str(path))
     try:
         data = Path(path).read_bytes()
@@ -75,7 +92,7 @@ def _lint_one(args) -> FileResult:
         res.skipped = True
         return res
     try:
-        res.diagnostics = lint_source(text, str(path), config)
+        res.diagnostics = lint_source(text, str(path), config, external)
     except SyntaxError as exc:
         res.error = f"{exc.lineno or 1}:{(exc.offset or 0) or 1}: syntax error: {exc.msg}"
     except RecursionError:
@@ -89,6 +106,7 @@ class Cache:
         self.file = root / CACHE_DIR / "lint.json"
         self.salt = rules_fingerprint() + config.key()
         self.entries: dict = {}
+        self.summary_keys: set[str] = set()
         self.dirty = False
         if enabled and self.file.is_file():
             try:
@@ -96,8 +114,8 @@ class Cache:
             except (OSError, ValueError):
                 self.entries = {}
 
-    def key(self, path: Path, data: bytes) -> str:
-        return hashlib.sha256(self.salt.encode() + str(path).encode() + b"\0" + data).hexdigest()
+    def key(self, path: Path, data: bytes, extra: str = "") -> str:
+        return hashlib.sha256(self.salt.encode() + extra.encode() + str(path).encode() + b"\0" + data).hexdigest()
 
     def get(self, key: str) -> FileResult | None:
         hit = self.entries.get(key) if self.enabled else None
@@ -131,36 +149,72 @@ def lint_paths(paths: list[Path], config: LintConfig, jobs: int = 1, cache_root:
     files = iter_files(paths)
     cache = Cache(cache_root or Path.cwd(), config, enabled=use_cache)
     results: dict[int, FileResult] = {}
-    todo, keys, live = [], {}, set()
+    data: dict[int, bytes] = {}
     for i, f in enumerate(files):
         try:
-            data = f.read_bytes()
+            data[i] = f.read_bytes()
         except OSError as exc:
             results[i] = FileResult(str(f), error=f"1:1: cannot read file: {exc}")
-            continue
-        k = cache.key(f, data)
-        live.add(k)
-        hit = cache.get(k)
-        if hit is not None:
-            hit.path = str(f)
-            results[i] = hit
-        else:
-            keys[i] = k
-            todo.append(i)
-    if todo:
-        all_rules()  # import the rules once before forking workers
-        work = [(files[i], config) for i in todo]
-        if jobs > 1 and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and len(data) > 1 else None
+    try:
+        externals = _link(files, data, cache, pool) if len(data) > 1 else {}
+        todo, keys, live = [], {}, set()
+        for i in data:
+            ext = externals.get(str(files[i]))
+            k = cache.key(files[i], data[i], ext.key() if ext else "")
+            live.add(k)
+            hit = cache.get(k)
+            if hit is not None:
+                hit.path = str(files[i])
+                results[i] = hit
+            else:
+                keys[i] = k
+                todo.append(i)
+        live.update(cache.summary_keys)
+        if todo:
+            all_rules()  # import the rules once before forking workers
+            work = [(files[i], config, externals.get(str(files[i]))) for i in todo]
+            if pool is not None and len(todo) > 1:
                 done = list(pool.map(_lint_one, work, chunksize=max(1, len(work) // (jobs * 8))))
-        else:
-            done = [_lint_one(w) for w in work]
-        for i, res in zip(todo, done):
-            results[i] = res
-            if res.error is None or "syntax error" in res.error:
-                cache.put(keys[i], res)
+            else:
+                done = [_lint_one(w) for w in work]
+            for i, res in zip(todo, done):
+                results[i] = res
+                if res.error is None or "syntax error" in res.error:
+                    cache.put(keys[i], res)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     cache.save(live)
     return [results[i] for i in range(len(files))]
+
+
+def _link(files, data, cache, pool) -> dict:
+    """Cross-file facts for the files linted together (summaries cached by content)."""
+    from msmigrate.lint.crossfile import link
+
+    summaries, todo = {}, []
+    for i, raw in data.items():
+        if not any(m.encode() in raw for m in ("construct", "jit", "mindspore")):
+            continue
+        k = "s:" + cache.key(files[i], raw)
+        cache.summary_keys.add(k)
+        if cache.enabled and k in cache.entries:
+            if cache.entries[k] is not None:
+                summaries[str(files[i])] = cache.entries[k]
+        else:
+            todo.append((i, k))
+    if todo:
+        paths = [files[i] for i, _ in todo]
+        done = list(pool.map(_summarize_one, paths, chunksize=max(1, len(paths) // 16))) if pool and len(paths) > 1 \
+            else [_summarize_one(p) for p in paths]
+        for (i, k), summary in zip(todo, done):
+            if cache.enabled:
+                cache.entries[k] = summary
+                cache.dirty = True
+            if summary is not None:
+                summaries[str(files[i])] = summary
+    return link(summaries) if len(summaries) > 1 else {}
 
 
 def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple[str, list[Diagnostic]]:
