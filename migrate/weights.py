@@ -171,8 +171,8 @@ def candidates(key: str, rules: Mapping[str, LayerRule]) -> list[KeyMapping | No
 def infer_against(torch_shapes: Mapping[str, tuple], ms_shapes: Mapping[str, tuple],
                   rules: Mapping[str, LayerRule] | None = None) -> tuple[dict[str, KeyMapping], list[str]]:
     """Map torch keys onto an existing MindSpore network whose parameter shapes are known: each
-    key takes the one candidate mapping that names a parameter of the right shape (a key with
-    no such candidate, or a droppable key, is dropped only if the table allows dropping it)."""
+    key takes the one candidate mapping that names a parameter of the right shape; a key with
+    none is dropped if some table allows dropping it (num_batches_tracked, loss weights)."""
     rules = load_rules() if rules is None else rules
     kept, dropped, errors = {}, [], []
     for key, shape in torch_shapes.items():
@@ -187,7 +187,10 @@ def infer_against(torch_shapes: Mapping[str, tuple], ms_shapes: Mapping[str, tup
             dropped.append(key)
         else:
             errors.append(f"{key} {tuple(shape)}: no parameter of the MindSpore network fits")
-    if errors:
+    if errors:  # a droppable key (num_batches_tracked, a loss weight) that fits nothing is suspect then too
+        errors += [f"{key} {tuple(torch_shapes[key])}: no parameter of the MindSpore network fits "
+                   "(droppable only if the torch layer has no MindSpore counterpart)" for key in dropped
+                   if not any(c is not None and c.ms_key in ms_shapes for c in candidates(key, rules))]
         raise WeightMappingError("cannot map the state_dict onto the network:\n  " + "\n  ".join(errors))
     return kept, dropped
 
