@@ -174,7 +174,7 @@ def test_converted_optimizers_use_eoptim_and_trainable_params():
 def test_adam_weight_decay_is_flagged_with_the_fix():
     _, diags = _convert("opt = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=0.1)\n")
     msgs = [d.message for d in diags if d.code == "MSC101"]
-    assert any("grads = tuple(g + 0.1 * p for g, p in zip(grads, optimizer.parameters))" in m for m in msgs)
+    assert any("grads = tuple(g + 0.1 * p for g, p in zip(grads, opt.parameters))" in m for m in msgs)
 
 
 @pytest.mark.framework

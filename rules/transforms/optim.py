@@ -88,10 +88,11 @@ def adam(site):
     args.append(kwarg("weight_decay", cst.Float("0.0")))
     if wd is not None and not _is_zero(wd):
         w = site.code(wd)
+        opt = _assigned_name(site) or "optimizer"
         site.flag("review", f"{site.qualname}: weight_decay={w} is an L2 term in torch Adam (added to the "
                             f"gradient), not AdamW's decoupled decay; converted with weight_decay=0.0: add it "
                             f"before the update: grads = tuple(g + {w} * p for g, p in "
-                            f"zip(grads, optimizer.parameters))")
+                            f"zip(grads, {opt}.parameters))")
     return site.call(target, args)
 
 
