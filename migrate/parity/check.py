@@ -232,7 +232,8 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
             raise ParityError(f"{against}: no call of a @ms.jit function named train_step* was seen")
         result = compare(tmeta, tarr, mmeta, marr, opts)
     result["setup"] = {
-        "torch_script": str(script), "mindspore_script": str(against), "converted": converted,
+        "torch_script": str(script), "converted": converted,
+        "mindspore_script": str(against) if keep or not converted else "(temporary; --keep DIR keeps it)",
         "torch_model": tmeta.get("model_class"), "ms_model": mmeta.get("model_class"),
         "weights_loaded": len(mmeta.get("loaded", {})), "weights_dropped": mmeta.get("dropped_keys", []),
         "dropout_disabled": {"torch": tmeta.get("dropout", {}), "mindspore": mmeta.get("dropout", {}),

@@ -10,11 +10,25 @@ def _num(x, fmt=".7g") -> str:
     return "-" if x is None else format(x, fmt)
 
 
+def _shown(path: str) -> str:
+    """A path relative to the working directory when it lies under it."""
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") or not os.path.isabs(path) else rel
+
+
 def format_text(r: dict) -> str:
-    s = r["setup"]
+    s = dict(r["setup"])
+    for k in ("torch_script", "mindspore_script"):
+        if not s[k].startswith("("):
+            s[k] = _shown(s[k])
     tol = r["tolerance"]
     lines = [f"parity: {s['torch_script']}",
-             f"    vs: {s['mindspore_script']}" + ("  (converted by msmigrate)" if s["converted"] else "")]
+             f"    vs: " + (f"msmigrate convert of it {s['mindspore_script']}" if s["converted"] else s["mindspore_script"])]
     lines.append(f"model: torch {s['torch_model']} -> MindSpore {s['ms_model']}; initial weights copied "
                  f"({s['weights_loaded']} tensors" + (f", dropped {', '.join(s['weights_dropped'])}" if s["weights_dropped"] else "") + ")")
     d = s["dropout_disabled"]
