@@ -372,6 +372,9 @@ CASES: dict[str, list] = {
     # ---- dtypes ------------------------------------------------------------------------
     "torch.get_default_dtype": ["torch.get_default_dtype() == torch.float32"],
     "torch.dtype": ["isinstance(torch.float16, torch.dtype)"],
+    "torch.finfo": ["float(torch.finfo(torch.float32).eps)", "float(torch.finfo(torch.float16).max)",
+                    "float(torch.finfo().tiny)", "torch.finfo(torch.float64).bits"],
+    "torch.iinfo": ["int(torch.iinfo(torch.int64).max)", "int(torch.iinfo(torch.uint8).min)"],
 }
 
 # Dtype records converted by reference: each checked by creating a tensor of that dtype.

@@ -529,3 +529,13 @@ def sizes(site):
             elements = [elements[0].with_changes(comma=cst.Comma())]
         site.bound = {"size": cst.Arg(cst.Tuple(elements)), **rest}
     return site.call(site.record.target)
+
+
+def type_info(site):
+    """torch.finfo(d) / torch.iinfo(d) -> numpy's, which has the same attributes (eps, max, min,
+    tiny, bits, resolution). torch.finfo() describes the default dtype, float32."""
+    kind = site.qualname.rsplit(".", 1)[1]
+    if not site.is_call:
+        raise Unconvertible(f"{site.qualname} as a type: use numpy.{kind}", "manual")
+    dtype = site.arg("type", site.ref("mindspore.float32"))
+    return site.expr("{f}({c}({d}))", f="@numpy." + kind, c="@mindspore.dtype_to_nptype", d=dtype)
