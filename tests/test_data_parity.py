@@ -51,6 +51,21 @@ class Triples(Dataset):
         return self.t[i], float(i), np.full((2,), i, dtype=np.int32)
 
 
+class Ragged(Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return np.arange(i + 1, dtype=np.float32), i
+
+
+def pad_batch(batch):
+    n = max(len(x) for x, _ in batch)
+    xs = np.stack([np.pad(x, (0, n - len(x))) for x, _ in batch])
+    return torch.from_numpy(xs), torch.tensor([int(y) for _, y in batch])
+
+
+ragged = Ragged()
 tds = TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
 loaders = {
     "tensor_ds": DataLoader(tds, batch_size=4),
@@ -59,6 +74,8 @@ loaders = {
     "pairs": DataLoader(Pairs(X, Y), 3, shuffle=False),
     "triples": DataLoader(Triples(), batch_size=2, drop_last=False),
     "batch_default": DataLoader(Pairs(X[:3], Y[:3])),
+    "collate": DataLoader(ragged, batch_size=2, collate_fn=pad_batch),
+    "collate_drop_last": DataLoader(ragged, batch_size=2, collate_fn=pad_batch, drop_last=True),
 }
 shuffled = DataLoader(tds, batch_size=4, shuffle=True)
 '''
@@ -285,7 +302,8 @@ def vision_results():
     return run_script(_VISION_RUNNER, files={"ms_prog.py": _convert(prog)}, timeout=240)
 
 
-LOADER_CASES = ["tensor_ds", "tensor_ds_drop_last", "inline_single", "pairs", "triples", "batch_default"]
+LOADER_CASES = ["tensor_ds", "tensor_ds_drop_last", "inline_single", "pairs", "triples", "batch_default",
+                "collate", "collate_drop_last"]
 
 
 @pytest.mark.framework

@@ -175,6 +175,13 @@ def data_loader(site):
         if site.has(name):
             raise Unconvertible(f"{name}= has no direct equivalent: build the batches with a sampler and "
                                 f".batch() by hand", "manual")
+    collate = site.arg("collate_fn")
+    if collate is not None and site.code(collate) == "None":
+        collate = None
+    if collate is not None:
+        collated = _collated_loader(site, src, collate)
+        if collated is not None:
+            return collated
     for name in ("collate_fn", "worker_init_fn", "generator"):
         if site.has(name) and site.code(site.arg(name)) != "None":
             why = {"collate_fn": "port it to .batch(per_batch_map=...) (it gets column lists, not samples)",
@@ -237,6 +244,36 @@ def data_loader(site):
         batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
     return cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")),
                     args=_commas(batch_args))
+
+
+def _collated_loader(site, src, collate):
+    """DataLoader(src, batch_size=B, collate_fn=f) over a named map-style source, unshuffled:
+    GeneratorDataset's batch_sampler (torch's index batches) and collate_fn, which MindSpore calls
+    with one list per column, so f gets torch's list of samples back with zip. A shuffled order
+    would need a batch sampler that reshuffles every epoch: left to the generic path (flagged)."""
+    if dotted(src) is None or site.has("sampler") or site.has("batch_sampler"):
+        return None
+    try:
+        if literal_value(site.arg("shuffle", cst.Name("False"))) not in (False, None):
+            return None
+        drop_last = literal_value(site.arg("drop_last", cst.Name("False")))
+    except ValueError:
+        return None
+    kind, ncols = _source_kind(site, src)
+    if kind != "map" or not isinstance(ncols, int):
+        return None
+    batch = site.arg("batch_size", cst.Integer("1"))
+    if isinstance(batch, cst.Name) and batch.value == "None":
+        return None
+    stop = "len({s}) - len({s}) % {b}" if drop_last else "len({s})"
+    sampler = site.expr("[list(range(i, min(i + {b}, len({s})))) for i in range(0, " + stop + ", {b})]",
+                        s=src, b=batch)
+    site.flag("review", f"{site.qualname}: collate_fn gets the samples as numpy values (Python ints and "
+                        f"floats become 0-d arrays) and must return one value per column")
+    fn = site.expr("lambda *columns: {f}(list(zip(*columns)))", f=collate)
+    return cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=_commas([
+        cst.Arg(src), kwarg("column_names", _column_names(ncols)), kwarg("batch_sampler", sampler),
+        kwarg("collate_fn", fn)]))
 
 
 def _check_loader_uses(site, shuffle, src) -> None:
