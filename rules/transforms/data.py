@@ -184,7 +184,8 @@ def data_loader(site):
             return collated
     for name in ("collate_fn", "worker_init_fn", "generator"):
         if site.has(name) and site.code(site.arg(name)) != "None":
-            why = {"collate_fn": "port it to .batch(per_batch_map=...) (it gets column lists, not samples)",
+            why = {"collate_fn": "a shuffled or unnamed source needs GeneratorDataset(batch_sampler=<index batches, "
+                                 "reshuffled every epoch>, collate_fn=lambda *columns: f(list(zip(*columns))))",
                    "worker_init_fn": "MindSpore workers are not configured per worker",
                    "generator": "seed the pipeline with ds.config.set_seed(...)"}[name]
             site.flag("MSC105", f"{site.qualname}: {name}={site.code(site.arg(name))} has no MindSpore "
