@@ -138,7 +138,7 @@ class FileModel:
         # mindspore's own sources import Cell relatively (`from ..cell import Cell`)
         return last in ("Cell", "SequentialCell") or (q.startswith(".") and last.endswith("Cell"))
 
-    def _is_jit(self, node: ast.AST) -> tuple[bool, bool]:
+    def is_jit(self, node: ast.AST) -> tuple[bool, bool]:
         """(is a jit decorator/call, fullgraph=True) for a decorator or a call's func."""
         target, strict = node, False
         if isinstance(node, ast.Call):
@@ -305,13 +305,13 @@ class FileModel:
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in node.decorator_list:
-                    is_jit, strict = self._is_jit(dec)
+                    is_jit, strict = self.is_jit(dec)
                     if is_jit:
                         self._add(node, self._owner(node), "decorated with jit", strict)
                         self.jit_entries.add(node.name)
             elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 call = node.value
-                is_jit, strict = self._is_jit(call.func)
+                is_jit, strict = self.is_jit(call.func)
                 q = self.qualname(call.func) or ""
                 if is_jit and call.args:
                     self._mark_named(call.args[0], "wrapped with jit", strict)

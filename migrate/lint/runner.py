@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,13 +190,33 @@ def lint_paths(paths: list[Path], config: LintConfig, jobs: int = 1, cache_root:
     return [results[i] for i in range(len(files))]
 
 
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
+
+
+def _imports_any(raw: bytes, stems: set[str]) -> bool:
+    """Does this file (textually) import a module named like one of the linted files?"""
+    for m in _IMPORT_LINE.finditer(raw):
+        name = (m.group(1) or m.group(2) or b"").decode("ascii", "replace")
+        if name.startswith(".") or any(part in stems for part in name.split(".")):
+            return True
+    return False
+
+
 def _link(files, data, cache, pool) -> dict:
     """Cross-file facts for the files linted together (summaries cached by content)."""
     from msmigrate.lint.crossfile import link
 
     summaries, todo = {}, []
+    # only files that import another linted file, and the files they may import, need summaries
+    stems = {f.stem if f.stem != "__init__" else f.parent.name for f in files}
+    importers = {i for i, raw in data.items() if _imports_any(raw, stems)}
+    if not importers:
+        return {}
     for i, raw in data.items():
         if not any(m.encode() in raw for m in ("construct", "jit", "mindspore")):
+            continue
+        stem = files[i].stem if files[i].stem != "__init__" else files[i].parent.name
+        if i not in importers and not any(stem.encode() in data[j] for j in importers):
             continue
         k = "s:" + cache.key(files[i], raw)
         cache.summary_keys.add(k)

@@ -48,7 +48,7 @@ class HostSyncConversion(Rule):
                 self.report(inner, "'.asnumpy()' in compiled code falls back to Python on every call: "
                                    f"use {f.id}(tensor) directly",
                             ((*ctx.span(inner), ctx.text(recv)),))
-                self._fixed = id(inner)
+                self._fixed = id(inner)  # the inner call is visited next: report it once, with the fix
                 return
         if isinstance(f, ast.Attribute) and f.attr == "item" and not node.args and self._conversion(f.value, ctx) \
                 and f.value.func.attr == "asnumpy":

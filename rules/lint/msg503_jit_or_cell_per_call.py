@@ -43,7 +43,7 @@ class JitOrCellPerCall(Rule):
         if ctx.in_graph:
             return
         f = node.func
-        if isinstance(f, ast.Call) and ctx.functions and ctx.model._is_jit(f.func)[0]:
+        if isinstance(f, ast.Call) and ctx.functions and ctx.model.is_jit(f.func)[0]:
             self.report(node, "ms.jit(...) applied on every call compiles every time: create the wrapper once")
             return
         if isinstance(f, ast.Call) and ctx.loops and self._is_cell_class(f.func, ctx):
@@ -51,7 +51,7 @@ class JitOrCellPerCall(Rule):
             return
         if not ctx.loops:
             return
-        if ctx.model._is_jit(f)[0] and node.args:
+        if ctx.model.is_jit(f)[0] and node.args:
             self.report(node, "ms.jit(...) inside a loop creates a new compiled function each iteration: "
                               "create it once before the loop")
 
