@@ -223,6 +223,20 @@ def run_torch(rec: Record, script: str) -> None:
 
     torch.utils.data.DataLoader.__iter__ = loader_iter
 
+    # scaler.scale(loss).backward(): record the loss itself, not the scaled one
+    scaled = {}
+    scaler_cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler_cls is not None:
+        orig_scale = scaler_cls.scale
+
+        def scale(self, outputs):
+            result = orig_scale(self, outputs)
+            if torch.is_tensor(result):
+                scaled[id(result)] = (result, outputs)
+            return result
+
+        scaler_cls.scale = scale
+
     orig_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):
@@ -232,7 +246,12 @@ def run_torch(rec: Record, script: str) -> None:
             raise StopRun
         snapshot_pending()
         st["acts_open"] = False
-        rec.losses.append(float(self.detach().reshape(-1)[0]) if self.numel() == 1 else None)
+        loss = self
+        entry = scaled.pop(id(self), None)
+        if entry is not None and entry[0] is self:
+            loss = entry[1]
+        scaled.clear()
+        rec.losses.append(float(loss.detach().reshape(-1)[0]) if loss.numel() == 1 else None)
         if st["batch_new"]:
             for i, arr in enumerate(st["batch"]):
                 rec.arrays[f"batch/{step}/{i}"] = arr
