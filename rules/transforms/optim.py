@@ -96,12 +96,26 @@ def adam(site):
     return site.call(target, args)
 
 
+def _last_lr_usage(site) -> None:
+    """get_last_lr() gives Tensors in MindSpore: f"{lr:.4f}" fails on them."""
+    name = _assigned_name(site)
+    if name and re.search(rf"(?<![\w.]){re.escape(name)}\.get_last_lr\s*\(", site.rw.module.code):
+        site.flag("review", f"{site.qualname}: {name}.get_last_lr() returns MindSpore Tensors: "
+                            f"float({name}.get_last_lr()[0]) where a number is formatted or logged")
+
+
+def scheduler(site):
+    _last_lr_usage(site)
+    return site.call(site.record.target)
+
+
 def cyclic_lr(site):
     """eoptim CyclicLR cycles the lr only; torch also cycles momentum unless told not to."""
     try:
         cycle = site.literal("cycle_momentum", True)
     except ValueError:
         cycle = True
+    _last_lr_usage(site)
     if cycle is not False:
         site.flag("review", f"{site.qualname}: torch also cycles the optimizer's momentum "
                             f"(cycle_momentum=True by default); MindSpore's CyclicLR keeps it constant")
@@ -162,6 +176,7 @@ def one_cycle_lr(site):
         three=site.arg("three_phase", cst.Name("False")),
         cos=site.ref("math.cos"), pi=site.ref("math.pi"),
     )
+    _last_lr_usage(site)
     target = _assigned_name(site)
     name = f"{target.rsplit('.', 1)[-1]}_factor" if target else "one_cycle_factor"
     fdef = site.stmt(_ONE_CYCLE_DEF.strip("\n").replace("{name}", name), **nodes)
