@@ -187,6 +187,25 @@ def scatter_add(site):
 
 # ---- creation ------------------------------------------------------------------------
 
+def _trainable(site, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`requires_grad=True` on a factory makes a trainable leaf: in MindSpore that is a Parameter
+    (ms.grad / value_and_grad and the optimizers work on Parameters)."""
+    try:
+        trainable = site.literal("requires_grad", False)
+    except ValueError:
+        site.flag("review", f"{site.qualname}: requires_grad={site.code(site.arg('requires_grad'))} is not a "
+                            f"literal: a trainable tensor must become an ms.Parameter")
+        return expr
+    if not trainable:
+        return expr
+    return site.expr("{P}({e})", P="@mindspore.Parameter", e=expr)
+
+
+def tensor(site):
+    """torch.tensor / as_tensor: the data and dtype carry over; requires_grad=True -> Parameter."""
+    return _trainable(site, site.call(site.record.target))
+
+
 def full(site):
     """torch.full infers the dtype from fill_value (float -> float32, int -> int64, bool ->
     bool); ops.full without dtype truncates a float fill value to int64."""
@@ -200,8 +219,9 @@ def full(site):
         site.bound.pop("dtype", None)
         dtype = {bool: "mindspore.bool_", int: "mindspore.int64", float: "mindspore.float32"}.get(type(v))
         if dtype:
-            return site.call(site.record.target, [*site.standard_args(), kwarg("dtype", site.ref(dtype))])
-    return site.call(site.record.target)
+            call = site.call(site.record.target, [*site.standard_args(), kwarg("dtype", site.ref(dtype))])
+            return _trainable(site, call)
+    return _trainable(site, site.call(site.record.target))
 
 
 def inclusive_range(site):
@@ -528,7 +548,7 @@ def sizes(site):
         if len(elements) == 1:
             elements = [elements[0].with_changes(comma=cst.Comma())]
         site.bound = {"size": cst.Arg(cst.Tuple(elements)), **rest}
-    return site.call(site.record.target)
+    return _trainable(site, site.call(site.record.target))
 
 
 def type_info(site):
