@@ -70,7 +70,7 @@ def cast_result(site):
     if dtype is not None:
         del site.bound["dtype"]
     call = site.call(site.record.target)
-    return call if _is_none(dtype) else _astype(site, call, dtype)
+    return _trainable(site, call if _is_none(dtype) else _astype(site, call, dtype))
 
 
 def cast_input(site):
@@ -201,8 +201,8 @@ def _trainable(site, expr: cst.BaseExpression) -> cst.BaseExpression:
     return site.expr("{P}({e})", P="@mindspore.Parameter", e=expr)
 
 
-def tensor(site):
-    """torch.tensor / as_tensor: the data and dtype carry over; requires_grad=True -> Parameter."""
+def factory(site):
+    """A tensor factory whose arguments map one to one: requires_grad=True -> Parameter."""
     return _trainable(site, site.call(site.record.target))
 
 
@@ -232,8 +232,8 @@ def inclusive_range(site):
     step = site.arg("step", cst.Integer("1"))
     dtype = site.arg("dtype")
     dtype = site.ref("mindspore.float32") if _is_none(dtype) else dtype
-    return site.expr("{f}({s}, {e} + {st}, {st}, dtype={t})", f="@mindspore.ops.arange", s=start,
-                     e=_paren(end), st=_paren(step), t=dtype)
+    return _trainable(site, site.expr("{f}({s}, {e} + {st}, {st}, dtype={t})", f="@mindspore.ops.arange",
+                                      s=start, e=_paren(end), st=_paren(step), t=dtype))
 
 
 # ---- random ----------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def randint(site):
     leading = [site.arg(n) for n in first] + [low, high] + ([size] if not like else [])
     for name in (*first, "low", "high", *last):
         site.bound.pop(name, None)
-    return site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()])
+    return _trainable(site, site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()]))
 
 
 def normal(site):
@@ -283,7 +283,7 @@ def normal(site):
     args = [cst.Arg(size), cst.Arg(mean), cst.Arg(std)]
     call = site.call(site.record.target, args)
     dtype = site.arg("dtype")
-    return call if _is_none(dtype) else _astype(site, call, dtype)
+    return _trainable(site, call if _is_none(dtype) else _astype(site, call, dtype))
 
 
 def poisson(site):
