@@ -85,6 +85,8 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
     tdrop, mdrop = tmeta.get("dropout", {}), mmeta.get("dropout", {})
     for name, p in tdrop.items():
         q = mdrop.get(name)
+        if q is None:  # a MindSpore layer may hold its dropout in a sub-cell (nn.LSTM's)
+            q = next((v for k, v in mdrop.items() if k.startswith(f"{name}.")), None if p > 0 else 0.0)
         if q is None:
             result["config"].append({"kind": "dropout", "name": name, "detail": f"torch Dropout(p={p:g}) "
                                      "has no MindSpore Dropout cell of the same name"})

@@ -32,9 +32,9 @@ def format_text(r: dict) -> str:
     lines.append(f"model: torch {s['torch_model']} -> MindSpore {s['ms_model']}; initial weights copied "
                  f"({s['weights_loaded']} tensors" + (f", dropped {', '.join(s['weights_dropped'])}" if s["weights_dropped"] else "") + ")")
     d = s["dropout_disabled"]
-    if d["torch"] or d["mindspore"] or d["functional_calls"]:
-        layers = ", ".join(f"{n} (p={p:g})" for n, p in d["torch"].items()) or "none"
-        lines.append(f"randomness: dropout turned off in both runs (p -> 0); torch layers: {layers}"
+    layers = ", ".join(f"{n} (p={p:g})" for n, p in d["torch"].items() if p > 0)
+    if layers or d["functional_calls"]:
+        lines.append(f"randomness: dropout turned off in both runs (p -> 0); torch layers: {layers or 'none'}"
                      + (f"; {d['functional_calls']} functional dropout calls" if d["functional_calls"] else ""))
     rp = s["replay"]
     if s["torch_batches_recorded"]:

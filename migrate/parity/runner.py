@@ -157,6 +157,7 @@ def run_torch(rec: Record, script: str) -> None:
 
     tdropout._DropoutNd.__init__ = dropout_init
     _zero_attribute(torch.nn.MultiheadAttention, "dropout")   # attention-weight dropout
+    _zero_attribute(torch.nn.RNNBase, "dropout")              # between stacked RNN layers
     orig_sdpa = F.scaled_dot_product_attention
 
     def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, *args, **kwargs):
