@@ -44,7 +44,8 @@ OPTIMIZERS = {
                      "{'params': model[1].parameters()}], lr=0.1, momentum=0.9)", 0.0),
 }
 
-BASE = "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+BASE = ("opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "def warmup(step):\n    return sum(1 for _ in range(step)) / 20\n")
 SCHEDULERS = {
     "step": "torch.optim.lr_scheduler.StepLR(opt, 3, 0.5)",
     "multistep": "torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[4, 9, 15], gamma=0.3)",
@@ -52,6 +53,8 @@ SCHEDULERS = {
     "cosine": "torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10, eta_min=1e-3)",
     "warm_restarts": "torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=2, eta_min=1e-3)",
     "lambda": "torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.9 ** s)",
+    "lambda_indexing": "torch.optim.lr_scheduler.LambdaLR(opt, lambda step: [1.0, 0.5, 0.25, 0.1][min(step, 3)])",
+    "lambda_function": "torch.optim.lr_scheduler.LambdaLR(opt, [warmup])",
     "multiplicative": "torch.optim.lr_scheduler.MultiplicativeLR(opt, lambda s: 0.95)",
     "linear": "torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=6)",
     "constant": "torch.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=4)",

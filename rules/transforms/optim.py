@@ -104,6 +104,20 @@ def _last_lr_usage(site) -> None:
                             f"float({name}.get_last_lr()[0]) where a number is formatted or logged")
 
 
+def int_step(value: cst.BaseExpression, site):
+    """MindSpore calls lr_lambda with its float32 Tensor step (torch: an int), which breaks list
+    indexing and range(); each function gets int(step) back."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return value.with_changes(elements=[e.with_changes(value=int_step(e.value, site)) for e in value.elements])
+    params = value.params if isinstance(value, cst.Lambda) else None
+    if params is not None and len(params.params) == 1 and not params.posonly_params and \
+            not params.kwonly_params and not isinstance(params.star_arg, cst.Param) and params.star_kwarg is None:
+        name = value.params.params[0].name.value   # lambda s: ... -> lambda s: (lambda s: ...)(int(s))
+        wrapped = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return site.expr("lambda " + name + ": {f}(int(" + name + "))", f=wrapped)
+    return site.expr("lambda step, fn={f}: fn(int(step))", f=value)
+
+
 def scheduler(site):
     _last_lr_usage(site)
     return site.call(site.record.target)
