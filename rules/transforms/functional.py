@@ -177,3 +177,9 @@ def scaled_dot_product_attention(site):
 
 def _is_false(node) -> bool:
     return node is None or (isinstance(node, cst.Name) and node.value == "False")
+
+
+def first_output(site):
+    """MindSpore returns (loss, extra) where torch returns the loss alone (ops.ctc_loss also
+    returns log_alpha)."""
+    return site.expr("{call}[0]", call=site.call(site.record.target))
