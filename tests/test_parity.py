@@ -192,3 +192,15 @@ def test_report_and_plot(tmp_path):
     write_plot(r, tmp_path / "p.svg")
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     assert "<polyline" in (tmp_path / "p.svg").read_text()
+
+
+def test_compare_points_at_the_data_when_the_first_input_differs():
+    s = [{"fc.weight": [1.0]}]
+    tmeta, tarr, mmeta, marr = _records([1.0], [1.5], s, s)
+    for meta, arrays, batch in ((tmeta, tarr, [1, 2, 3]), (mmeta, marr, [1, 2, 4])):
+        meta["activations"] = [{"name": "(input)", "cls": "batch"}, {"name": "fc", "cls": "Linear"}]
+        arrays["act/0"] = np.array(batch)
+        arrays["act/1"] = np.array([0.5 * b for b in batch], np.float32)
+    r = compare(tmeta, tarr, mmeta, marr, Options(grads=True))
+    assert r["first_divergence"]["kind"] == "data" and "no DataLoader" in r["first_divergence"]["detail"]
+    assert [a["ok"] for a in r["activations"]] == [False, False]

@@ -172,7 +172,12 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         result["first_bad_activation"] = bad[0]["name"] if bad else None
         # the first layer whose step-1 output differs is a better pointer than a later loss
         act = next((a for a in result["activations"] if not a["ok"]), None)
-        if act is not None and (first is None or first["step"] >= 1):
+        if act is not None and act["name"] == "(input)":
+            first = {"step": 1, "kind": "data", "name": "(input)",
+                     "detail": f"the model's first input differs by {act['max_abs']:.3g}: the programs feed "
+                               "different data" + ("" if tmeta.get("batches") else
+                                                   " (torch used no DataLoader, so nothing could be replayed)")}
+        elif act is not None and (first is None or first["step"] >= 1):
             first = {"step": 1, "kind": "layer output", "name": act["name"],
                      "detail": f"output of {act['name']} ({act['ms_cls']}) differs by {act['max_abs']:.3g} "
                                f"(rel {act['rel']:.3g}) in the first forward"}
@@ -207,6 +212,9 @@ def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol) -> list[dict]:
             continue
         cls, got = cand[k]
         d, r = _diff(got, ref.astype(np.float64))
+        if a["name"] == "(input)":  # int token ids vs int32: compare values
+            ref = ref.astype(np.float64)
+            got = got.astype(np.float64)
         rows.append({"name": a["name"] or "(model)", "torch_cls": a["cls"], "ms_cls": cls,
                      "max_abs": d, "rel": r, "ok": _close(got, ref.astype(np.float64), rtol, atol)})
     return rows

@@ -108,6 +108,16 @@ def _reachable(function) -> list[tuple[object, object]]:
     return found
 
 
+def _record_input(rec: Record, active: bool, inputs, is_tensor, to_numpy) -> None:
+    """The model's first input in the first forward, listed with the layer outputs so that data
+    that differ show up as the first divergence."""
+    t = _first_tensor(inputs, is_tensor)
+    if active and t is not None and not any(a["name"] == "(input)" for a in rec.meta["activations"]):
+        i = len(rec.meta["activations"])
+        rec.meta["activations"].append({"name": "(input)", "cls": "batch"})
+        rec.arrays[f"act/{i}"] = to_numpy(t)
+
+
 def _zero_attribute(cls, attr: str) -> None:
     """After construction, remember the layer's dropout rate and set it to 0."""
     orig_init = cls.__init__
@@ -205,6 +215,7 @@ def run_torch(rec: Record, script: str) -> None:
                 st["acts_open"] = bool(rec.spec.get("grads"))
             if module is st["model"]:
                 snapshot_pending()
+                _record_input(rec, st["acts_open"], inputs, is_tensor, lambda t: t.detach().cpu().numpy().copy())
         st["depth"] += 1
 
     def post_hook(module, inputs, output):
@@ -439,6 +450,13 @@ def run_mindspore(rec: Record, script: str) -> None:
                 rec.meta["activations"].append({"name": names.get(id(cell), "?"), "cls": type(cell).__name__})
                 rec.arrays[f"act/{i}"] = t.asnumpy().copy()
 
+        opened = [True]
+
+        def input_hook(cell, inputs):
+            _record_input(rec, opened[0], inputs, is_tensor, lambda t: t.asnumpy().copy())
+            opened[0] = False
+
+        handles.append(model.register_forward_pre_hook(input_hook))
         for name, cell in model.cells_and_names():
             handles.append(cell.register_forward_hook(hook))
         try:
