@@ -266,7 +266,7 @@ def _flag_result_fields(site) -> None:
 
 
 def tuple_result(site):
-    """sort/topk: same arguments, but a plain tuple (no .values/.indices) with int32 indices."""
+    """topk: same arguments, but a plain tuple (no .values/.indices) with int32 indices."""
     _flag_result_fields(site)
     return site.node.with_changes(args=site.standard_args())
 
@@ -635,7 +635,8 @@ def inplace(site):
     # the result is computed from the tensor itself (`p`, not `p.data`: same values)
     site = _rebased(site, target)
     if statement and assignable:
-        return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True))
+        scalar = site.record.method_name in ("zero_", "fill_")
+        return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar)
     if assignable:
         site.flag("review", f"{site.qualname}: the value is computed out of place; "
                             f"{site.code(target)} itself is not modified (write "
@@ -643,7 +644,14 @@ def inplace(site):
     return _out_of_place(site, target, scalar_ok=False)
 
 
-def _assign_back(site, target, value):
+def _assign_back(site, target, value, scalar: bool = False):
+    """`x[...] = value` for a name or an element; `ops.assign(obj.attr, value)` for an attribute
+    (a Parameter or buffer: under @ms.jit only ops.assign persists into a Parameter, setitem
+    does not)."""
+    if isinstance(target, cst.Attribute):
+        if scalar:
+            value = site.expr("{f}({t}, {v})", f="@mindspore.ops.full_like", t=target, v=value)
+        return site.expr("{f}({t}, {v})", f="@mindspore.ops.assign", t=target, v=value)
     lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
     return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(lhs)], value=value)]))
@@ -708,3 +716,66 @@ def clamp_bound(site):
     if not site.has(bound):
         raise Unconvertible(f"{site.record.method_name}() without a bound")
     return site.expr("{r}.clamp(" + bound + "={v})", r=site.receiver, v=site.arg(bound))
+
+
+# torch defaults of the leading arguments, to fill a gap when a later one is given
+POSITIONAL_DEFAULTS = {
+    "sort": {"dim": "-1", "descending": "False"},
+    "argsort": {"dim": "-1", "descending": "False"},
+    "chunk": {"dim": "0"},
+    "split": {"dim": "0"},
+}
+
+
+def positional(site):
+    """The torch arguments written positionally, in torch's order: MindSpore's keywords for
+    these differ between PyNative (dim) and @ms.jit (axis), positions agree."""
+    if any(a.star for a in site.unbound):
+        return site.node
+    method = site.record.method_name
+    names = [a for a in site.record.args if a != "*"]
+    keyword_only = site.record.args[site.record.args.index("*") + 1:] if "*" in site.record.args else []
+    leading = [n for n in names if n not in keyword_only]
+    given = [n for n in leading if site.has(n)]
+    last = max((leading.index(n) for n in given), default=-1)
+    args = []
+    for name in leading[: last + 1]:
+        if site.has(name):
+            args.append(cst.Arg(site.arg(name)))
+        elif name in POSITIONAL_DEFAULTS.get(method, {}):
+            args.append(cst.Arg(cst.parse_expression(POSITIONAL_DEFAULTS[method][name])))
+        else:
+            raise Unconvertible(f"{method}(): {name} is needed before the later arguments")
+    for name in keyword_only:
+        if site.has(name):
+            args.append(cst.Arg(site.arg(name), keyword=cst.Name(name),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+    if method == "sort":
+        _flag_result_fields(site)
+    return site.node.with_changes(args=_commas(args))
+
+
+def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
+    return [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for a in args[:-1]] + args[-1:]
+
+
+def expand(site):
+    sizes = site.arg("sizes")
+    if sizes is None or any(a.star for a in site.unbound):
+        raise Unconvertible("expand() without sizes")
+    if isinstance(sizes, (cst.Tuple, cst.List)) or not isinstance(sizes, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        shape = _as_tuple(site, sizes, "sizes")
+    else:
+        shape = site.expr("tuple({s})", s=sizes)   # a torch.Size / list variable
+    return site.expr("{r}.broadcast_to({s})", r=site.receiver, s=shape)
+
+
+def arg_reduce(site):
+    """argmax()/argmin() over all elements: ops.argmax(x) (the method reduces the last axis
+    under @ms.jit)."""
+    if not site.has("dim") or _literal(site, "dim") is None:
+        if site.has("keepdim") and _literal(site, "keepdim") is not False:
+            raise Unconvertible(f"{site.record.method_name}(keepdim=True) without dim")
+        return site.expr("{f}({r})", f=f"@mindspore.ops.{site.record.method_name}", r=site.receiver)
+    return positional(site)
