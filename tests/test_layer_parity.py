@@ -74,6 +74,10 @@ def posn(*shape):     # uniform in (0.1, 1), not differentiated (running varianc
     return ["posn", list(shape)]
 
 
+def multilabel(n, rows):  # (rows, n) int64: some distinct classes per row, then -1
+    return ["multilabel", [rows, n]]
+
+
 def labels(n, *shape):  # int64 in [0, n): what a torch DataLoader hands the converted program
     return ["labels", list(shape), n]
 
@@ -421,10 +425,10 @@ UNCHECKED = {
     "torch.nn.functional.soft_margin_loss": "no CPU kernel (flagged)",
     "torch.nn.functional.triplet_margin_loss": "no CPU kernel (flagged)",
     "torch.nn.functional.conv_transpose2d": "no CPU kernel (flagged)",
+    "torch.nn.functional.multilabel_margin_loss": "no CPU kernel (flagged)",
     "torch.nn.RReLU": "random slopes in both modes in MindSpore (flagged)",
     "torch.nn.functional.rrelu": "random slopes (flagged)",
     "torch.nn.functional.gumbel_softmax": "random Gumbel noise (flagged)",
-    "torch.nn.functional.multilabel_margin_loss": "not checked yet",
 }
 CHUNKS = 4
 
@@ -509,6 +513,12 @@ def _make(spec, rng):
         m = rng.uniform(size=shape) < 0.3
         m[..., 0] = False
         return m
+    if kind == "multilabel":
+        out = np.full(shape, -1, np.int64)
+        for row in out:
+            k = int(rng.integers(1, shape[1]))
+            row[:k] = rng.permutation(shape[1])[:k]
+        return out
     if kind == "labels":
         return rng.integers(0, spec[2], shape).astype(np.int64)
     raise ValueError(kind)

@@ -183,3 +183,8 @@ def first_output(site):
     """MindSpore returns (loss, extra) where torch returns the loss alone (ops.ctc_loss also
     returns log_alpha)."""
     return site.expr("{call}[0]", call=site.call(site.record.target))
+
+
+def int32_value(value, site):
+    """An index tensor the MindSpore kernel accepts only as int32 (torch passes int64)."""
+    return site.expr("{v}.astype({i32})", v=atom(value), i32="@mindspore.int32")
