@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -19,7 +20,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
-from msmigrate.names import ScopeStack, dotted, is_source, module_imports, taken_names
+from msmigrate.names import (ScopeStack, SourceNames, analyze_source, dotted, is_source,
+                             module_imports, taken_names)
 
 MARKER = "# msmigrate:"
 REMOVED_NAME = "__msmigrate_removed__"
@@ -70,15 +72,36 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     # Positions are taken from the original tree once; later passes reuse unchanged subtrees,
     # so their nodes still find their original line and column.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    reporter = Reporter(path)
-    imports = module_imports(module)
-    plan = ImportPlan(imports, taken_names(module))
+    try:
+        names = analyze_source(source)
+    except SyntaxError:  # libcst accepts a few things ast does not: derive the facts from the CST
+        names = SourceNames(module_imports(module), taken_names(module), {})
+    ctx = FileContext(path, source, module, ImportPlan(names.imports, names.taken), Reporter(path),
+                      positions, names)
     for structural_pass in structural_passes():
-        module = module.visit(structural_pass(module, plan, reporter, positions))
-    rewriter = Rewriter(path, table or load_table(), module, plan, reporter, positions)
-    new_module = plan.apply(module.visit(rewriter))
-    return ConversionResult(path, source, new_module.code, sorted(reporter.diagnostics),
-                            reporter.conversions)
+        if structural_pass.applies(source):
+            ctx.module = ctx.module.visit(structural_pass(ctx))
+    rewriter = Rewriter(ctx, table or load_table())
+    new_module = ctx.plan.apply(ctx.module.visit(rewriter))
+    return ConversionResult(path, source, new_module.code, sorted(ctx.reporter.diagnostics),
+                            ctx.reporter.conversions)
+
+
+@dataclass
+class FileContext:
+    """What every pass over one file shares."""
+    path: str
+    source: str
+    module: cst.Module
+    plan: ImportPlan
+    reporter: "Reporter"
+    positions: Mapping          # original node -> CodeRange (nodes a pass rebuilt have none)
+    names: SourceNames
+
+    def known_scope(self, node) -> dict | None:
+        """Precomputed bindings of a def/class that still has its original position."""
+        pos = self.positions.get(node)
+        return self.names.scopes.get((pos.start.line, pos.start.column)) if pos is not None else None
 
 
 def structural_passes() -> list:
@@ -278,12 +301,6 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
     out: list[cst.Arg] = []
     still_positional = True
     known = {a.lstrip("*") for a in rec.args}
-    for a in site.unbound:
-        if a.star or not rec.args:
-            out.append(a)
-        else:
-            site.flag("MSC106", f"{site.qualname}: more positional arguments than the torch signature has")
-            out.append(a)
     for index, (name, arg) in enumerate(site.bound.items()):
         if name in skip:
             still_positional = False
@@ -326,11 +343,17 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
         else:
             still_positional = False
             out.append(kwarg(ms_name, value, arg))
+    for a in site.unbound:
+        if not (a.star or not rec.args):
+            site.flag("MSC106", f"{site.qualname}: more positional arguments than the torch signature has")
+        out.append(a)
     present = {a.keyword.value for a in out if a.keyword is not None}
     for ms_name, code in rec.pin.items():
         if ms_name not in present:
             out.append(kwarg(ms_name, _pin_expr(code, site)))
-    return out
+    # Python's order: positional, *args, keywords, **kwargs
+    return sorted(out, key=lambda a: 3 if a.star == "**" else 2 if a.keyword is not None
+                  else 1 if a.star == "*" else 0)
 
 
 def _respace(original: tuple, new: list[cst.Arg]) -> list[cst.Arg]:
@@ -367,18 +390,18 @@ class _Frame:
 
 
 class Rewriter(cst.CSTTransformer):
-    def __init__(self, path: str, table: ApiTable, module: cst.Module, plan: ImportPlan,
-                 reporter: Reporter, positions) -> None:
+    def __init__(self, ctx: FileContext, table: ApiTable) -> None:
         super().__init__()
-        self.path = path
+        self.ctx = ctx
+        self.path = ctx.path
         self.table = table
-        self.module = module
-        self.config = module.config_for_parsing
-        self.scopes = ScopeStack(dict(plan.existing))
-        self.imports = plan
-        self.reporter = reporter
-        self.positions = positions
-        self.conversions = reporter.conversions
+        self.module = ctx.module
+        self.config = ctx.module.config_for_parsing
+        self.scopes = ScopeStack(dict(ctx.plan.existing))
+        self.imports = plan = ctx.plan
+        self.reporter = ctx.reporter
+        self.positions = ctx.positions
+        self.conversions = ctx.reporter.conversions
         self.frames: list[_Frame] = []
         self.pos_stack: list[tuple[int, int]] = []
         self.skip: set[int] = set(plan.generated)  # ids of nodes handled elsewhere
@@ -480,7 +503,7 @@ class Rewriter(cst.CSTTransformer):
 
     # ---- scopes ----------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.push_function(node)
+        self.scopes.push_function(node, self.ctx.known_scope(node))
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
@@ -503,7 +526,7 @@ class Rewriter(cst.CSTTransformer):
         for base in node.bases:
             if self._class_base_record(base.value) is not None:
                 self._skip_chain(base.value)
-        self.scopes.push_class(node)
+        self.scopes.push_class(node, self.ctx.known_scope(node))
 
     def _class_base_record(self, expr) -> tuple[ApiRecord, str] | None:
         q = self.scopes.resolve(expr)

@@ -3,6 +3,7 @@ converted (`ImportPlan.ref`), then `ImportPlan.apply` drops torch imports that b
 adds each needed MindSpore import once, where the torch imports were."""
 from __future__ import annotations
 
+import ast
 import functools
 import tomllib
 
@@ -127,9 +128,15 @@ class _UsedNames(cst.CSTVisitor):
 
 
 def _used_names(module: cst.Module) -> set[str]:
-    v = _UsedNames()
-    module.visit(v)
-    return v.names
+    """Every identifier the code mentions outside import statements (ast: ~10x cheaper than
+    visiting the CST)."""
+    try:
+        tree = ast.parse(module.code)
+    except SyntaxError:
+        v = _UsedNames()
+        module.visit(v)
+        return v.names
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
 def _is_source_alias(bound_qual: tuple[str, str]) -> bool:
@@ -149,6 +156,10 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._top = {id(s): i for i, s in enumerate(node.body)}
+
+    def on_visit(self, node) -> bool:
+        # imports are statements: expressions need no visit
+        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
 
     def visit_IndentedBlock(self, node) -> None:
         self.depth += 1

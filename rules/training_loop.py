@@ -30,7 +30,7 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, names, ordered_reads, writes
-from msmigrate.names import ScopeStack, dotted, module_imports, params_of, taken_names
+from msmigrate.names import ScopeStack, dotted, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -142,20 +142,25 @@ class _Prescan(cst.CSTVisitor):
 
 
 class TrainingLoopPass(cst.CSTTransformer):
-    def __init__(self, module: cst.Module, plan, reporter, positions) -> None:
+    @staticmethod
+    def applies(source: str) -> bool:
+        return ".backward(" in source
+
+    def __init__(self, ctx) -> None:
         super().__init__()
-        self.module = module
+        module = self.module = ctx.module
+        self.ctx = ctx
         self.config = module.config_for_parsing
-        self.plan = plan
-        self.reporter = reporter
-        self.positions = positions
-        self.scopes = ScopeStack(module_imports(module))
-        self.fresh = _Names(taken_names(module) | set(self.scopes.stack[0].bindings))
+        self.plan = ctx.plan
+        self.reporter = ctx.reporter
+        self.positions = ctx.positions
+        self.scopes = ScopeStack(dict(ctx.names.imports))
+        self.fresh = _Names(ctx.names.taken | set(ctx.names.imports))
         self.loops: list[list[cst.CSTNode]] = [[]]     # enclosing loops, per function scope
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
-        scan = _Prescan(ScopeStack(module_imports(module)))
+        scan = _Prescan(ScopeStack(dict(ctx.names.imports)))
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.data_parallel = scan.data_parallel
@@ -172,7 +177,7 @@ class TrainingLoopPass(cst.CSTTransformer):
 
     # ---- bookkeeping ----------------------------------------------------------------
     def visit_FunctionDef(self, node) -> None:
-        self.scopes.push_function(node)
+        self.scopes.push_function(node, self.ctx.known_scope(node))
         self.loops.append([])
         self.funcs.append(node)
 
@@ -183,7 +188,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         return updated
 
     def visit_ClassDef(self, node) -> None:
-        self.scopes.push_class(node)
+        self.scopes.push_class(node, self.ctx.known_scope(node))
 
     def leave_ClassDef(self, original, updated):
         self.scopes.pop()
