@@ -121,9 +121,11 @@ print(json.dumps(res))
 
 VISION_TORCH = '''
 import torch
+from PIL import Image
 from torchvision import datasets, transforms as T
 
 mnist_tf = T.Compose([T.ToTensor(), T.Normalize((0.1307,), (0.3081,))])
+eager = mnist_tf(Image.open(ROOT + "/eager.png")).unsqueeze(0)  # outside a pipeline: a tensor in torch
 mnist = datasets.MNIST(ROOT, train=True, transform=mnist_tf)
 mnist_loader = torch.utils.data.DataLoader(mnist, batch_size=3)
 
@@ -190,6 +192,8 @@ for cls in ["one", "two"]:
     img = rng.integers(0, 256, (12, 12, 3), dtype=np.uint8)
     Image.fromarray(img).save(f"{ROOT}/square/{cls}/x.png")
     square[cls] = img
+eager_img = rng.integers(0, 256, (28, 28), dtype=np.uint8)
+Image.fromarray(eager_img).save(f"{ROOT}/eager.png")
 
 import ms_prog
 
@@ -268,6 +272,13 @@ try:  # torchvision's Grayscale is PIL's convert("L") (PIL is installed: the ref
 except Exception:
     res["gray"] = traceback.format_exc()[-2000:]
 try:
+    assert isinstance(ms_prog.eager, ms.Tensor), type(ms_prog.eager)
+    exp = normalize(to_tensor(eager_img[:, :, None]), (0.1307,), (0.3081,))[None]
+    assert ms_prog.eager.shape == exp.shape, (ms_prog.eager.shape, exp.shape)
+    res["eager"] = float(np.abs(ms_prog.eager.asnumpy() - exp).max())
+except Exception:
+    res["eager"] = traceback.format_exc()[-2000:]
+try:
     got = collect(ms_prog.shuffled_loader)
     got2 = collect(ms_prog.shuffled_named)
     res["shuffled"] = {"sizes": [len(b[1]) for b in got], "sizes_named": [len(b[1]) for b in got2],
@@ -335,7 +346,7 @@ def test_shuffled_loader_is_a_permutation_in_torch_batch_sizes(loader_results):
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("name", ["mnist", "cifar10", "nearest"])
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "nearest", "eager"])
 def test_vision_pipeline_matches_torchvision_semantics(vision_results, name):
     got = vision_results[name]
     assert not isinstance(got, str), got

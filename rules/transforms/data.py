@@ -493,3 +493,17 @@ def random_grayscale(site):
     p = site.arg("p", cst.Float("0.1"))
     return site.expr("{A}([{g}, {rgb}], prob={p})", A=site.ref("mindspore.dataset.transforms.RandomApply"),
                      g=_to_gray(site), rgb=_gray_to_rgb(site), p=p)
+
+
+def eager_transform(site):
+    """`x = transform(img)` outside a dataset: MindSpore's transforms return numpy arrays where
+    torchvision's return tensors (wrapped in ms.Tensor), and an eager Compose returns a 1-tuple for
+    a PIL image but an array for a numpy image (so the image goes in as numpy)."""
+    call = site.node
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        # (instance_call hooks cannot raise Unconvertible: the engine does not catch it there)
+        site.flag("review", "a transform applied outside a pipeline returns numpy arrays in MindSpore")
+        return call
+    image = site.expr("{np}({x})", np=site.ref("numpy.asarray"), x=call.args[0].value)
+    call = call.with_changes(args=[call.args[0].with_changes(value=image)])
+    return site.expr("{T}({call})", T=site.ref("mindspore.Tensor"), call=call)
