@@ -27,9 +27,9 @@ LOOSE = (1e-4, 1e-4)    # MindSpore CPU exp/log/tanh-based kernels: ~1e-5..1e-4 
 LINALG = (1e-3, 1e-3)   # float32 factorizations: different LAPACK paths, condition number ~10
 
 # name -> list of (torch expression, options). Options: tol=(rtol, atol); random=True (shape,
-# dtype, range and moments only); sign=True (compare up to the sign of each column: LAPACK
-# factorizations); index32=True (MindSpore returns int32 indices where torch returns int64:
-# values compared, the dtype difference is stated in the record's note).
+# dtype, range and moments only); sort=True (eigenvalues: compared as sorted sets);
+# index32=True (MindSpore returns int32 indices where torch returns int64: values compared, the
+# dtype difference is stated in the record's note).
 CASES: dict[str, list] = {
     # ---- pointwise ----------------------------------------------------------------
     "torch.abs": ["torch.abs(a)"],
@@ -198,7 +198,8 @@ CASES: dict[str, list] = {
     "torch.trapz": ["torch.trapz(a)", "torch.trapz(a, v, dim=1)", "torch.trapz(a, dx=0.5, dim=0)"],
     # ---- creation --------------------------------------------------------------------
     "torch.arange": ["torch.arange(5)", "torch.arange(1, 4)", "torch.arange(0, 1, 0.25)",
-                     "torch.arange(5, dtype=torch.float32)"],
+                     "torch.arange(5, dtype=torch.float32)",
+                     "torch.arange(3.0, requires_grad=True)"],
     "torch.bartlett_window": ["torch.bartlett_window(5)"],
     "torch.blackman_window": ["torch.blackman_window(5, periodic=False)"],
     "torch.hamming_window": ["torch.hamming_window(6)"],
@@ -212,7 +213,8 @@ CASES: dict[str, list] = {
     "torch.logspace": ["torch.logspace(0, 2, 3)", "torch.logspace(0, 1, 4, base=2)"],
     "torch.ones": ["torch.ones(*a.shape)", "torch.ones(2, 3)", "torch.ones((2, 3))", "torch.ones(4, dtype=torch.int64)",
                    "torch.ones([2, 2], dtype=torch.bool)"],
-    "torch.ones_like": ["torch.ones_like(a)", "torch.ones_like(a, dtype=torch.int32)"],
+    "torch.ones_like": ["torch.ones_like(a)", "torch.ones_like(a, dtype=torch.int32)",
+                        "torch.ones_like(a, requires_grad=True).requires_grad"],
     "torch.zeros": ["torch.zeros(2, 3)", "torch.zeros((3,))", "torch.zeros(2, dtype=torch.int32)", "torch.zeros(*a.shape)",
                   "torch.zeros(2, *a.shape, dtype=torch.int64)", "torch.zeros(size=(2, 2))",
                   "torch.zeros(2, 3, requires_grad=True)", "torch.zeros(2, requires_grad=True).requires_grad"],
@@ -335,6 +337,21 @@ CASES: dict[str, list] = {
     "torch.lu_solve": [("torch.lu_solve(a.T, lu, piv)", {"tol": LINALG})],
     "torch.lu_unpack": [("torch.lu_unpack(lu, piv)", {"tol": LINALG})],
     "torch.view_as_real": ["torch.view_as_real(cz)"],
+    "torch.linalg.inv": [("torch.linalg.inv(spd)", {"tol": LINALG})],
+    "torch.linalg.det": [("torch.linalg.det(spd)", {"tol": LINALG})],
+    "torch.det": [("torch.det(sq)", {"tol": LINALG})],
+    "torch.linalg.slogdet": [("torch.linalg.slogdet(sq)", {"tol": LINALG})],
+    "torch.linalg.solve": [("torch.linalg.solve(spd, a.T)", {"tol": LINALG})],
+    "torch.linalg.qr": [("torch.linalg.qr(sq)", {"tol": LINALG}), ("torch.linalg.qr(a.T, mode='complete')", {"tol": LINALG})],
+    "torch.linalg.pinv": [("torch.linalg.pinv(a)", {"tol": LINALG})],
+    "torch.linalg.matrix_norm": [("torch.linalg.matrix_norm(sq)", {"tol": LINALG}), ("torch.linalg.matrix_norm(b3, ord=1)", {"tol": LINALG})],
+    "torch.linalg.vector_norm": ["torch.linalg.vector_norm(a)", "torch.linalg.vector_norm(a, ord=1, dim=1)",
+                                 "torch.linalg.vector_norm(b3, 3, dim=(1, 2), keepdim=True)"],
+    "torch.linalg.cholesky": [("torch.linalg.cholesky(spd)", {"tol": LINALG}), ("torch.linalg.cholesky(spd, upper=True)", {"tol": LINALG})],
+    "torch.linalg.matrix_power": [("torch.linalg.matrix_power(sq, 3)", {"tol": LINALG})],
+    "torch.matrix_power": [("torch.matrix_power(sq, 2)", {"tol": LINALG})],
+    "torch.linalg.vecdot": ["torch.linalg.vecdot(a, b)", "torch.linalg.vecdot(a, b, dim=0)"],
+    "torch.linalg.cross": ["torch.linalg.cross(a[:, :3], b[:, :3])"],
     "torch.norm": ["torch.norm(a)", "torch.norm(a, 2)", "torch.norm(b3, 1)", "torch.norm(a, p=1, dim=1)",
                    "torch.norm(a, dim=1, keepdim=True)", "torch.norm(a, 'fro', dim=(0, 1))", "torch.norm(sq, 'nuc')"],
     "torch.tensordot": ["torch.tensordot(b3, c3[0], dims=1)", "torch.tensordot(b3, b3, dims=([1, 2], [1, 2]))",

@@ -559,3 +559,4 @@ def type_info(site):
         raise Unconvertible(f"{site.qualname} as a type: use numpy.{kind}", "manual")
     dtype = site.arg("type", site.ref("mindspore.float32"))
     return site.expr("{f}({c}({d}))", f="@numpy." + kind, c="@mindspore.dtype_to_nptype", d=dtype)
+
