@@ -344,7 +344,10 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
             still_positional = False
             out.append(kwarg(ms_name, value, arg))
     for a in site.unbound:
-        if not (a.star or not rec.args):
+        if a.star and (rec.args or rec.rename or rec.drop or rec.values):
+            site.flag("MSC106", f"{site.qualname}: arguments passed through {a.star}{site.code(a.value)} "
+                                f"are not converted (torch names and values reach MindSpore as they are)")
+        elif not a.star and rec.args:
             site.flag("MSC106", f"{site.qualname}: more positional arguments than the torch signature has")
         out.append(a)
     present = {a.keyword.value for a in out if a.keyword is not None}
@@ -730,7 +733,7 @@ class Rewriter(cst.CSTTransformer):
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
         self._record_conversion(rec, q)
-        return out
+        return _keep_parens(updated, out)
 
     # ---- objects created from torch APIs ---------------------------------------------
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
@@ -760,6 +763,14 @@ def _method_call(site: Site) -> cst.BaseExpression:
         return call.with_changes(args=_respace(call.args, site.standard_args()))
     args = [cst.Arg(site.receiver), *site.standard_args()]
     return cst.Call(func=site.ref(target), args=args)
+
+
+def _keep_parens(old: cst.BaseExpression, new):
+    """A replacement keeps the parentheses around the node it replaces: they may be what makes
+    a multi-line expression legal (`return (\n x.pow(2)\n .sum(-1)\n)`)."""
+    if old.lpar and isinstance(new, cst.BaseExpression) and not new.lpar and not _is_removed(new):
+        return new.with_changes(lpar=old.lpar, rpar=old.rpar)
+    return new
 
 
 def _differences(rec: ApiRecord) -> str:
