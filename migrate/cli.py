@@ -26,8 +26,9 @@ def cli() -> None:
 @click.option("-w", "--write", is_flag=True, help="Rewrite the input files in place (atomically).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report of every conversion and diagnostic.")
+@click.option("--no-lint", is_flag=True, help="Do not lint the converted code for static-graph problems.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary.")
-def convert(paths, output, write, check, report_path, quiet):
+def convert(paths, output, write, check, report_path, no_lint, quiet):
     """Convert PyTorch scripts to MindSpore.
 
     PATHS are files or directories (searched recursively for .py files). By default the
@@ -37,6 +38,9 @@ def convert(paths, output, write, check, report_path, quiet):
 
     Exit status: 0 ok, 1 with --check when something would change, 2 on any error
     (other files are still processed).
+
+    The converted code is also linted (`msmigrate lint` rules); those findings name the
+    converted file and its lines and are listed after the conversion's own diagnostics.
     """
     from msmigrate.diagnostics import InputError
     from msmigrate.engine import convert_source
@@ -55,7 +59,7 @@ def convert(paths, output, write, check, report_path, quiet):
                 raise click.UsageError(f"--output {output} is the input directory: choose another")
 
     errors = len(missing)
-    changed = attention = 0
+    changed = attention = lint_findings = 0
     report = {"version": __version__, "files": []}
     for path, root in files:
         try:
@@ -74,6 +78,16 @@ def convert(paths, output, write, check, report_path, quiet):
         if not quiet:
             for d in result.diagnostics:
                 click.echo(d.to_text(), err=True)
+        if result.changed and not no_lint:
+            from msmigrate.lint import lint_source
+
+            shown = output / path.relative_to(root) if output is not None else path
+            findings = lint_source(result.code, str(shown))
+            lint_findings += len(findings)
+            report["files"][-1]["lint"] = [f.to_dict() for f in findings]
+            if not quiet:
+                for f in findings:
+                    click.echo(f"{f.to_text()} (in the converted code)", err=True)
         if result.changed:
             changed += 1
         if check:
@@ -100,6 +114,8 @@ def convert(paths, output, write, check, report_path, quiet):
     verb = "would be converted" if check else "converted"
     click.echo(f"{changed} file{'s' if changed != 1 else ''} {verb}, {attention} place"
                f"{'s' if attention != 1 else ''} need{'s' if attention == 1 else ''} attention"
+               + (f", {lint_findings} lint finding{'s' if lint_findings != 1 else ''} in the converted code"
+                  if lint_findings else "")
                + (f", {errors} error{'s' if errors != 1 else ''}" if errors else ""), err=True)
     if errors:
         sys.exit(EXIT_ERROR)

@@ -97,3 +97,18 @@ def test_bom_file_keeps_bom(tree):
     assert run(src, "-w").returncode == 0
     data = src.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf") and b"nn.Dense" in data
+
+
+def test_converted_code_is_linted(tree):
+    src = tree / "src" / "net.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+                   "    def forward(self, x):\n        return torch.frobnicate(x)\n")
+    proc = run(src, "-o", tree / "out", "--report", tree / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    out_file = tree / "out" / "net.py"
+    assert "MSC104" in proc.stderr                      # the converter's own diagnostic
+    assert f"{out_file}:" in proc.stderr and "MSG801" in proc.stderr and "(in the converted code)" in proc.stderr
+    assert "lint finding" in proc.stderr.splitlines()[-1]
+    report = json.loads((tree / "r.json").read_text())
+    assert [f["code"] for f in report["files"][0]["lint"]] == ["MSG801"]
+    assert "MSG801" not in run(src, "-o", tree / "out2", "--no-lint").stderr
