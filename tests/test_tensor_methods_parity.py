@@ -888,3 +888,15 @@ def test_converted_methods_run_in_a_cell_and_under_jit():
 
 def _flat(v):
     return [x for item in v for x in _flat(item)] if isinstance(v, list) else [v]
+
+
+@pytest.mark.parametrize("call", [
+    "line.split(maxsplit=1)", "names.sort(key=len, reverse=True)", "arr.transpose(1, 0, 2)",
+    "arr.transpose()", "params.clone(prefix='m', init='zeros')", "text.split(',', 2)",
+])
+def test_calls_torch_methods_cannot_be_are_left_alone(call):
+    """Method records see every `obj.name(...)`: a call torch's Tensor method would reject (an
+    unknown keyword, a numpy arity) is someone else's method and stays as written."""
+    source = f"import torch\ny = {call}\n"
+    result = convert_source(source, "t.py")
+    assert result.code.splitlines()[-1] == f"y = {call}"

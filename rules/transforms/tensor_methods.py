@@ -6,6 +6,7 @@ written with `ops.*` functions or with methods that have no record (`tile`, `ast
 from __future__ import annotations
 
 import ast
+import functools
 
 import libcst as cst
 import libcst.matchers as m
@@ -24,6 +25,20 @@ TENSOR_TYPE_DTYPES = {
     "ShortTensor": "int16", "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool_",
 }
 TUPLE_RESULT_FIELDS = ("values", "indices")
+
+
+def torch_method(transform):
+    """Leave calls alone that torch's Tensor method cannot be: a keyword it does not take or too
+    many positional arguments (`line.split(maxsplit=1)`, `names.sort(key=len)`)."""
+    @functools.wraps(transform)
+    def guarded(site):
+        known = {a.lstrip("*") for a in site.record.args if a != "*"}
+        varargs = any(a.startswith("*") and a != "*" for a in site.record.args)
+        if any(name not in known for name in site.bound) or (
+                site.unbound and not varargs and any(not a.star for a in site.unbound)):
+            return site.node
+        return transform(site)
+    return guarded
 
 
 # ---- where the call stands (reads the rewriter's statement frames) ---------------------------
@@ -114,6 +129,7 @@ def _as_tuple(site, value: cst.BaseExpression, what: str) -> cst.BaseExpression:
 
 
 # ---- shape ---------------------------------------------------------------------------------------
+@torch_method
 def size(site):
     """`x.size()` -> `x.shape`; `x.size(d)` -> `x.shape[d]`."""
     if site.unbound:
@@ -124,10 +140,12 @@ def size(site):
     return site.expr("{r}.shape[{d}]", r=site.receiver, d=dim)
 
 
+@torch_method
 def element_size(site):
     return site.expr("{r}.itemsize", r=site.receiver)
 
 
+@torch_method
 def repeat(site):
     """`x.repeat(a, b)` / `x.repeat((a, b))` -> `x.tile((a, b))`."""
     reps = site.arg("repeats")
@@ -136,6 +154,7 @@ def repeat(site):
     return site.expr("{r}.tile({t})", r=site.receiver, t=_as_tuple(site, reps, "repeats"))
 
 
+@torch_method
 def flip(site):
     dims = site.arg("dims")
     if dims is None or any(a.star for a in site.unbound):
@@ -149,6 +168,7 @@ def _dtype_of(site) -> cst.BaseExpression:
     return site.arg("dtype") or site.expr("{r}.dtype", r=site.receiver)
 
 
+@torch_method
 def new_filled(site):
     """new_zeros/new_ones/new_empty/new_full(size, ...) keep the receiver's dtype."""
     method = site.record.method_name
@@ -168,6 +188,7 @@ def new_filled(site):
     return site.expr("{f}({s}, {d})", f=f"@mindspore.ops.{fn}", s=size_, d=dtype)
 
 
+@torch_method
 def new_tensor(site):
     data = site.arg("data")
     if data is None:
@@ -176,6 +197,7 @@ def new_tensor(site):
 
 
 # ---- reductions ------------------------------------------------------------------------------------
+@torch_method
 def median(site):
     """Without dim torch reduces everything and returns a tensor; MindSpore reduces the last axis
     and returns (values, indices). With dim both return (values, indices)."""
@@ -187,6 +209,7 @@ def median(site):
     return site.expr("{f}({r}, {d}, {k})", f=fn, r=site.receiver, d=site.arg("dim"), k=keep)
 
 
+@torch_method
 def std_var(site):
     """torch: unbiased (correction=1) unless `unbiased=False` / `correction=`; MindSpore: ddof=0.
     Old torch signature `x.std(False)` passes `unbiased` first."""
@@ -222,6 +245,7 @@ def std_var(site):
     return site.expr("{f}(" + ", ".join(parts) + ")", f=fn, **nodes)
 
 
+@torch_method
 def norm(site):
     """torch Tensor.norm(p) with a numeric p (or 'fro') is a vector norm over `dim` (all elements
     when absent); MindSpore's Tensor.norm is linalg.norm (a matrix norm on 2-D input)."""
@@ -246,6 +270,7 @@ def norm(site):
     return site.expr("{f}(" + ", ".join(parts) + ")", f="@mindspore.ops.vector_norm", **nodes)
 
 
+@torch_method
 def round_(site):
     """Round's CPU kernel only supports decimals=0: scale, round, unscale (what torch does)."""
     if not site.has("decimals"):
@@ -265,12 +290,14 @@ def _flag_result_fields(site) -> None:
                             f"(values, indices); use [0] / [1]")
 
 
+@torch_method
 def tuple_result(site):
     """topk: same arguments, but a plain tuple (no .values/.indices) with int32 indices."""
     _flag_result_fields(site)
     return site.node.with_changes(args=site.standard_args())
 
 
+@torch_method
 def max_min(site):
     """`x.max()` / `x.max(dim, keepdim)` are the same in MindSpore; `x.max(other)` (elementwise)
     is ops.maximum. A non-literal positional argument is kept as a dim (a tensor there fails
@@ -304,6 +331,7 @@ def _check_dim_name(site, value) -> None:
                         f"tensor (elementwise {site.record.method_name}) use ops.{fn}")
 
 
+@torch_method
 def bincount(site):
     """MindSpore counts in float32; torch returns int64 counts (weights' dtype with weights)."""
     args = [cst.Arg(site.receiver), *site.standard_args()]
@@ -317,6 +345,7 @@ def _int32(site, index):
     return site.expr("{i}.astype({t})", i=index, t="@mindspore.int32")
 
 
+@torch_method
 def index_add(site):
     index, source = site.arg("index"), site.arg("source")
     if index is None or source is None or not site.has("dim"):
@@ -327,6 +356,7 @@ def index_add(site):
                      i=_int32(site, index), s=source, d=site.arg("dim"))
 
 
+@torch_method
 def index_fill(site):
     index = site.arg("index")
     if index is None or not site.has("dim") or not site.has("value"):
@@ -335,6 +365,7 @@ def index_fill(site):
                      d=site.arg("dim"), i=_int32(site, index), v=site.arg("value"))
 
 
+@torch_method
 def scatter(site):
     """Tensor.scatter ignores `reduce`: reduce='add' -> ops.tensor_scatter_elements(..., 'add')."""
     if not site.has("reduce"):
@@ -385,6 +416,7 @@ def _is_number(node) -> bool:
         return False
 
 
+@torch_method
 def scatter_add(site):
     if not (site.has("dim") and site.has("index") and site.has("src")):
         raise Unconvertible("scatter_add() needs dim, index and src")
@@ -392,6 +424,7 @@ def scatter_add(site):
                      r=site.receiver, i=site.arg("index"), s=site.arg("src"), d=site.arg("dim"))
 
 
+@torch_method
 def unique(site):
     """Sorted unique values of the flattened tensor (and counts): sort, then unique_consecutive."""
     if site.has("dim") or site.has("return_inverse") and _literal(site, "return_inverse") is not False:
@@ -403,6 +436,7 @@ def unique(site):
     return site.expr("{b}.unique_consecutive(return_counts={c})", b=base, c=counts)
 
 
+@torch_method
 def xlogy(site):
     """torch: 0 where x == 0 (MindSpore: nan when y is 0 too)."""
     other = site.arg("other")
@@ -441,6 +475,7 @@ def _kind(site, value: cst.BaseExpression) -> str:
     return "tensor"
 
 
+@torch_method
 def to(site):
     """`.to(device)` / `.cuda()`: placement is global in MindSpore, the tensor stays;
     `.to(dtype)` -> `.astype(dtype)`; `.to(other)` -> `.astype(other.dtype)`."""
@@ -472,6 +507,7 @@ def to(site):
     return site.expr("{r}.astype({d})", r=site.receiver, d=dtype)
 
 
+@torch_method
 def type_(site):
     """`x.type(dtype)` -> `x.astype(dtype)`; `x.type()` returns 'Float32' instead of
     'torch.FloatTensor' in MindSpore."""
@@ -490,10 +526,12 @@ def type_(site):
     return site.expr("{r}.astype({d})", r=site.receiver, d=dtype)
 
 
+@torch_method
 def char(site):
     return site.expr("{r}.astype({d})", r=site.receiver, d="@mindspore.int8")
 
 
+@torch_method
 def requires_grad_(site):
     """Only Parameters carry requires_grad in MindSpore; gradients are taken w.r.t. what
     grad/value_and_grad are given."""
@@ -603,6 +641,7 @@ def _chain_role(site, calls) -> str | None:
     return "inner"
 
 
+@torch_method
 def inplace(site):
     method = site.record.method_name
     receiver = site.receiver
@@ -666,6 +705,7 @@ def _rebased(site, target):
     return site
 
 
+@torch_method
 def clone(site):
     """`x.clone()` -> `x.copy()`. Calls with other arguments are not torch's Tensor.clone
     (MindSpore's ParameterTuple.clone(prefix=, init=) in generated code): left alone."""
@@ -674,12 +714,14 @@ def clone(site):
     return site.expr("{r}.copy()", r=site.receiver)
 
 
+@torch_method
 def rot90(site):
     k = site.arg("k", _int_node(1))
     dims = site.arg("dims", cst.parse_expression("[0, 1]"))
     return site.expr("{f}({r}, {k}, {d})", f="@mindspore.ops.rot90", r=site.receiver, k=k, d=dims)
 
 
+@torch_method
 def bernoulli(site):
     """0/1 draws with probability p (default: the receiver's own values), in its dtype."""
     if site.has("generator"):
@@ -689,6 +731,7 @@ def bernoulli(site):
                      r=site.receiver, p=p)
 
 
+@torch_method
 def nonzero(site):
     """as_tuple=True needs the NonZeroExt kernel (not on CPU): the index columns of nonzero()."""
     if not site.has("as_tuple"):
@@ -701,6 +744,7 @@ def nonzero(site):
     return site.expr("{r}.nonzero().unbind(1)", r=site.receiver)
 
 
+@torch_method
 def unflatten(site):
     dim, sizes = _literal(site, "dim"), site.arg("sizes")
     if not isinstance(dim, int) or sizes is None:
@@ -711,6 +755,7 @@ def unflatten(site):
     return site.expr("{r}.reshape(" + before + " + {s}" + after + ")", r=site.receiver, s=sizes)
 
 
+@torch_method
 def clamp_bound(site):
     bound = "min" if site.record.method_name == "clamp_min" else "max"
     if not site.has(bound):
@@ -727,6 +772,7 @@ POSITIONAL_DEFAULTS = {
 }
 
 
+@torch_method
 def positional(site):
     """The torch arguments written positionally, in torch's order: MindSpore's keywords for
     these differ between PyNative (dim) and @ms.jit (axis), positions agree."""
@@ -760,6 +806,7 @@ def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
             for a in args[:-1]] + args[-1:]
 
 
+@torch_method
 def expand(site):
     sizes = site.arg("sizes")
     if sizes is None or any(a.star for a in site.unbound):
@@ -771,6 +818,7 @@ def expand(site):
     return site.expr("{r}.broadcast_to({s})", r=site.receiver, s=shape)
 
 
+@torch_method
 def arg_reduce(site):
     """argmax()/argmin() over all elements: ops.argmax(x) (the method reduces the last axis
     under @ms.jit)."""
@@ -779,3 +827,11 @@ def arg_reduce(site):
             raise Unconvertible(f"{site.record.method_name}(keepdim=True) without dim")
         return site.expr("{f}({r})", f=f"@mindspore.ops.{site.record.method_name}", r=site.receiver)
     return positional(site)
+
+
+@torch_method
+def transpose(site):
+    """`x.transpose(a, b)` -> `x.swapaxes(a, b)`; other arities are numpy's transpose: left alone."""
+    if not (site.has("dim0") and site.has("dim1")):
+        return site.node
+    return site.expr("{r}.swapaxes({a}, {b})", r=site.receiver, a=site.arg("dim0"), b=site.arg("dim1"))
