@@ -23,11 +23,6 @@ def _is_none(node) -> bool:
     return node is None or (isinstance(node, cst.Name) and node.value == "None")
 
 
-def _literal(site, name, default=None):
-    """The literal value of an argument, `default` when absent, ValueError when not literal."""
-    return site.literal(name, default)
-
-
 def _set(site, name: str, value: cst.BaseExpression) -> None:
     """Replace (or add, as a keyword) the value of a bound torch argument before standard_args."""
     if name in site.bound:
@@ -100,7 +95,7 @@ def max_min(site):
             last = site.code(dim).rsplit(".", 1)[-1].lower()
             if v is None and (last.endswith(("dim", "axis")) or last in ("d", "k")):
                 site.flag("review", f"{site.qualname}: {site.code(dim)} is taken for a tensor (element-wise "
-                                    f"{site.qualname.rsplit('.', 1)[1]}imum); if it is a dim, use ops.{name}")
+                                    f"{name}imum); if it is a dim, use ops.{name}")
     if other is not None:
         site.bound.pop("dim", None)
         site.bound.pop("other", None)
@@ -134,9 +129,9 @@ def unique(site):
     """torch.unique returns the sorted unique values (and counts); ops.unique returns
     (values in order of appearance, inverse indices)."""
     try:
-        inverse = _literal(site, "return_inverse", False)
-        counts = _literal(site, "return_counts", False)
-        dim = _literal(site, "dim", None)
+        inverse = site.literal("return_inverse", False)
+        counts = site.literal("return_counts", False)
+        dim = site.literal("dim", None)
     except ValueError:
         raise Unconvertible("return_inverse / return_counts / dim are not literals") from None
     if inverse or dim is not None:
@@ -211,7 +206,7 @@ def full(site):
     bool); ops.full without dtype truncates a float fill value to int64."""
     if site.arg("dtype") is None or _is_none(site.arg("dtype")):
         try:
-            v = _literal(site, "fill_value")
+            v = site.literal("fill_value")
         except ValueError:
             v = None
             site.flag("review", f"{site.qualname}: fill_value is not a literal: pass dtype= (ops.full "
@@ -320,6 +315,9 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
                             f"valid content")
         return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(site.ref(dtype))])
+    if values[0] is None:
+        site.flag("review", f"{site.qualname}({site.code(data)}): taken for data; an int here would be a size "
+                            f"(an uninitialised tensor)")
     return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
 
 
@@ -472,7 +470,7 @@ def where(site):
     name = site.qualname.rsplit(".", 1)[1]
     if name == "nonzero":
         try:
-            as_tuple = _literal(site, "as_tuple", False)
+            as_tuple = site.literal("as_tuple", False)
         except ValueError:
             raise Unconvertible("as_tuple is not a literal") from None
         if not as_tuple:
