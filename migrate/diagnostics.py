@@ -19,6 +19,7 @@ CONVERT_CODES = {
     "MSC104": "torch API not in the mapping tables: left as it was",
     "MSC105": "an argument or value has no MindSpore equivalent",
     "MSC106": "the call's arguments could not be matched to the torch signature",
+    "MSC107": "internal error while converting this reference: left as it was (please report it)",
 }
 STATUS_CODE = {REVIEW: "MSC101", MANUAL: "MSC102", UNSUPPORTED: "MSC103"}
 

@@ -131,7 +131,8 @@ class Reporter:
             status, code = status_or_code, STATUS_CODE.get(status_or_code, "MSC101")
         else:
             code = status_or_code
-            status = {"MSC104": "manual", "MSC105": "review", "MSC106": "review"}.get(code, "review")
+            status = {"MSC104": "manual", "MSC105": "review", "MSC106": "review",
+                      "MSC107": "manual"}.get(code, "review")
         message = " ".join(message.split())
         severity = "warning" if status == "review" else "error"
         self.diagnostics.append(Diagnostic(self.path, line, col, code, message, severity, False, status))
@@ -631,6 +632,9 @@ class Rewriter(cst.CSTTransformer):
             else:
                 self.flag("MSC104", f"{q} is not in the mapping tables")
             return self.imports.source_ref(q)
+        if rec.is_method:
+            self.flag("MSC104", f"{q} used as a value: convert its uses by hand")
+            return self.imports.source_ref(q)
         try:
             if rec.transform:
                 site = Site(self, rec, q, node)
@@ -644,6 +648,9 @@ class Rewriter(cst.CSTTransformer):
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
         except Unconvertible as exc:
             self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
+            return self.imports.source_ref(q)
+        except Exception as exc:  # a bug in a transform must not cost the rest of the file
+            self.flag("MSC107", f"{q}: {type(exc).__name__}: {exc}")
             return self.imports.source_ref(q)
         self._record_conversion(rec, q)
         return out
@@ -673,6 +680,8 @@ class Rewriter(cst.CSTTransformer):
                 updated = updated.with_changes(func=self._convert_reference(original.func, q))
                 return updated
             self.call_records[id(original)] = (rec, q)
+            if rec.is_method:   # torch.Tensor.view(x, 2, 3) -> x.view(2, 3)
+                return self._unbound_method(rec, q, updated)
             return self._apply(rec, q, updated, None)
         name = dotted(original.func)
         if name in self.local_classes:
@@ -687,6 +696,16 @@ class Rewriter(cst.CSTTransformer):
         if isinstance(original.func, cst.Attribute):
             return self._convert_method(original, updated)
         return updated
+
+    def _unbound_method(self, rec: ApiRecord, q: str, updated: cst.Call):
+        args = list(updated.args)
+        if not args or args[0].keyword is not None or args[0].star:
+            self.flag("MSC106", f"{q} called without its tensor as the first argument")
+            return updated.with_changes(func=self.imports.source_ref(q))
+        receiver = args[0].value
+        bound = updated.with_changes(func=cst.Attribute(value=receiver, attr=cst.Name(rec.method_name)),
+                                     args=args[1:])
+        return self._apply(rec, q, bound, receiver)
 
     def _convert_method(self, original: cst.Call, updated: cst.Call):
         method = original.func.attr.value
@@ -729,6 +748,11 @@ class Rewriter(cst.CSTTransformer):
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
         except Unconvertible as exc:
             self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
+            if receiver is None:
+                return updated.with_changes(func=self.imports.source_ref(q))
+            return updated
+        except Exception as exc:  # a bug in a transform must not cost the rest of the file
+            self.flag("MSC107", f"{q}: {type(exc).__name__}: {exc}")
             if receiver is None:
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
