@@ -84,10 +84,12 @@ def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
 
 
 def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
-    """The number of values `__getitem__` returns (every return must agree); 'dict' for dicts."""
+    """The number of values a sample has: what `__getitem__` returns (or, for an iterable
+    dataset, what `__iter__` yields); every one must agree. 'dict' / the keys for dicts."""
     for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__getitem__":
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
             returns = []
+            sample = cst.Return if stmt.name.value == "__getitem__" else cst.Yield
 
             class Returns(cst.CSTVisitor):
                 def visit_FunctionDef(self, node):
@@ -96,8 +98,10 @@ def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
                 def visit_Lambda(self, node):
                     return False
 
-                def visit_Return(self, node):
-                    returns.append(node.value)
+                def on_visit(self, node):
+                    if isinstance(node, sample):
+                        returns.append(node.value)
+                    return super().on_visit(node)
 
             stmt.visit(Returns())
             sizes = set()
