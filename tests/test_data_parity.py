@@ -65,6 +65,12 @@ def pad_batch(batch):
     return torch.from_numpy(xs), torch.tensor([int(y) for _, y in batch])
 
 
+class Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        for i in range(7):
+            yield X[i], int(Y[i]), float(i) / 2
+
+
 ragged = Ragged()
 tds = TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
 loaders = {
@@ -74,6 +80,7 @@ loaders = {
     "pairs": DataLoader(Pairs(X, Y), 3, shuffle=False),
     "triples": DataLoader(Triples(), batch_size=2, drop_last=False),
     "batch_default": DataLoader(Pairs(X[:3], Y[:3])),
+    "iterable": DataLoader(Stream(), batch_size=3),
     "collate": DataLoader(ragged, batch_size=2, collate_fn=pad_batch),
     "collate_drop_last": DataLoader(ragged, batch_size=2, collate_fn=pad_batch, drop_last=True),
 }
@@ -104,7 +111,11 @@ res = {}
 for name in torch_prog.loaders:
     try:
         t, m = torch_prog.loaders[name], ms_prog.loaders[name]
-        res[name] = {"torch": batches(t, False), "ms": batches(m, True), "len": [len(t), len(m)]}
+        try:
+            lens = [len(t), len(m)]
+        except TypeError:  # torch: an iterable dataset without __len__ has no loader length
+            lens = [None, None]
+        res[name] = {"torch": batches(t, False), "ms": batches(m, True), "len": lens}
         res[name]["ms_epoch2"] = batches(m, True)
     except Exception:
         res[name] = {"error": traceback.format_exc()[-2000:]}
@@ -314,7 +325,7 @@ def vision_results():
 
 
 LOADER_CASES = ["tensor_ds", "tensor_ds_drop_last", "inline_single", "pairs", "triples", "batch_default",
-                "collate", "collate_drop_last"]
+                "iterable", "collate", "collate_drop_last"]
 
 
 @pytest.mark.framework
