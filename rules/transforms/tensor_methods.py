@@ -117,11 +117,10 @@ def _as_tuple(site, value: cst.BaseExpression, what: str) -> cst.BaseExpression:
         return cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in value.elements]
                          if len(value.elements) == 1 else list(value.elements))
     try:
-        v = site.code(value)
-        lit = eval(v, {"__builtins__": {}}) if v.lstrip("-").isdigit() else None
-    except Exception:
+        lit = _value(value)
+    except (ValueError, TypeError, SyntaxError):
         lit = None
-    if isinstance(lit, int):
+    if isinstance(lit, int) and not isinstance(lit, bool):
         return cst.parse_expression(f"({lit},)")
     site.flag("review", f"{site.qualname}: {site.code(value)} is passed as the {what} tuple "
                         f"(MindSpore needs a tuple, not an int or a list)")
@@ -299,7 +298,8 @@ def tuple_result(site):
 
 @torch_method
 def max_min(site):
-    """`x.max()` / `x.max(dim, keepdim)` are the same in MindSpore; `x.max(other)` (elementwise)
+    """`x.max()` / `x.max(dim=d, keepdim=k)` are the same in MindSpore (the dim as a keyword: a
+    positional one means numpy's axis under @ms.jit, values only); `x.max(other=y)` (elementwise)
     is ops.maximum. A non-literal positional argument is kept as a dim (a tensor there fails
     loudly in MindSpore; a dim taken for a tensor would not) and flagged unless named like one."""
     method = site.record.method_name
@@ -308,10 +308,7 @@ def max_min(site):
     if other is None and first is not None and first.keyword is None and not site.has("keepdim"):
         lit = _literal(site, "dim")
         if lit is _NOT_LITERAL:
-            if isinstance(first.value, (cst.Name, cst.Attribute)):
-                _check_dim_name(site, first.value)
-            else:
-                other = first.value          # an expression: x.max(y * 2)
+            _check_dim_name(site, first.value)
         elif not isinstance(lit, int):
             other = first.value
     if other is not None:
@@ -324,7 +321,8 @@ def max_min(site):
 
 def _check_dim_name(site, value) -> None:
     name = site.code(value).rsplit(".", 1)[-1].lower()
-    if name in ("d", "i", "j", "k", "n", "ax") or "dim" in name or "axis" in name:
+    if isinstance(value, (cst.Name, cst.Attribute)) and (
+            name in ("d", "i", "j", "k", "n", "ax") or "dim" in name or "axis" in name):
         return
     fn = "maximum" if site.record.method_name == "max" else "minimum"
     site.flag("review", f"{site.qualname}: {site.code(value)} is taken as a dim; if it is a "
@@ -479,15 +477,9 @@ def _kind(site, value: cst.BaseExpression) -> str:
 def to(site):
     """`.to(device)` / `.cuda()`: placement is global in MindSpore, the tensor stays;
     `.to(dtype)` -> `.astype(dtype)`; `.to(other)` -> `.astype(other.dtype)`."""
-    positional = site.arg("args")
-    if any(a.star for a in site.unbound):
+    if any(a.star for a in site.node.args):
         raise Unconvertible("to() with unpacked arguments")
-    values = []
-    if positional is not None:
-        values = [e.value for e in positional.elements] if (
-            isinstance(positional, cst.Tuple) and len(site.node.args) > 1
-            and site.node.args[0].keyword is None and site.node.args[1].keyword is None
-            and not (isinstance(site.node.args[0].value, cst.Tuple))) else [positional]
+    values = [a.value for a in site.node.args if a.keyword is None]   # device / dtype / tensor
     dtype = site.arg("dtype")
     for value in values:
         kind = _kind(site, value)
