@@ -76,6 +76,8 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
         names = analyze_source(source)
     except SyntaxError:  # libcst accepts a few things ast does not: derive the facts from the CST
         names = SourceNames(module_imports(module), taken_names(module), {})
+    if not force and not names.imports_source():
+        return ConversionResult(path, source, source)   # mentions torch, imports none of it
     ctx = FileContext(path, source, module, ImportPlan(names.imports, names.taken), Reporter(path),
                       positions, names)
     for structural_pass in structural_passes():
@@ -722,10 +724,17 @@ class Rewriter(cst.CSTTransformer):
             if bound is not None and not is_source(bound):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
         rec = self._pick_method(candidates, receiver)
+        if rec is None:
+            return updated
         q = rec.torch
         return self._apply(rec, q, updated, updated.func.value)
 
-    def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord:
+    def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord | None:
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            # inside a class, `self.norm(x)` calls an attribute, never a Tensor method
+            candidates = [c for c in candidates if not c.torch.startswith("torch.Tensor.")]
+            if not candidates:
+                return None
         if len(candidates) == 1:
             return candidates[0]
         inst = self.instances.get(dotted(receiver) or "")

@@ -240,6 +240,11 @@ class SourceNames:
     taken: set[str]                                       # names bound other than by torch imports
     scopes: dict[tuple[int, int], dict[str, str | None]]  # (line, col) of a def/class -> its bindings
 
+    def imports_source(self) -> bool:
+        """Does the file import torch (or torchvision...) anywhere?"""
+        return any(is_source(q) for q in self.imports.values()) or any(
+            is_source(q) for scope in self.scopes.values() for q in scope.values() if q)
+
 
 def _ast_import_bindings(node) -> list[tuple[str, str]]:
     out = []
