@@ -40,6 +40,9 @@ OPTIMIZERS = {
     "radam": ("torch.optim.RAdam(model.parameters(), lr=1e-2)", 0.0),
     "asgd": ("torch.optim.ASGD(model.parameters(), lr=1e-2)", 0.0),
     "rprop": ("torch.optim.Rprop(model.parameters(), lr=1e-2)", 0.0),
+    "named_groups": ("torch.optim.AdamW([{'params': [p for n, p in model.named_parameters() if p.ndim > 1], "
+                     "'weight_decay': 0.1}, {'params': [p for n, p in model.named_parameters() if p.ndim <= 1], "
+                     "'weight_decay': 0.0}], lr=1e-2)", 0.0),
     "param_groups": ("torch.optim.SGD([{'params': model[0].parameters(), 'lr': 0.01}, "
                      "{'params': model[1].parameters()}], lr=0.1, momentum=0.9)", 0.0),
 }

@@ -17,12 +17,39 @@ class _TrainableParams(cst.CSTTransformer):
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "get_parameters" and not updated.args:
             return updated.with_changes(func=func.with_changes(attr=cst.Name("trainable_params")))
+        if isinstance(func, cst.Attribute) and func.attr.value == "parameters_and_names" and not updated.args:
+            # named_parameters(): torch yields no buffers; MindSpore also yields BN statistics
+            return cst.parse_expression("((n, p) for n, p in X if p.requires_grad)").with_changes(
+                for_in=cst.parse_expression("((n, p) for n, p in X if p.requires_grad)").for_in.with_changes(
+                    iter=updated))
         return updated
 
 
 def trainable_params(value: cst.BaseExpression, site):
     """The optimizer's `params`: a parameter iterable or a list of param-group dicts."""
+    name = dotted(value)
+    if name is not None:
+        built = _assignment_code(site, name)
+        if built and ("named_parameters(" in built or ".parameters(" in built):
+            site.flag("review", f"{site.qualname}: {name} is built from (named_)parameters(), which in "
+                                f"MindSpore also yield BatchNorm statistics and frozen parameters: keep only "
+                                f"p.requires_grad ones (trainable_params())")
+    if "parameters_and_names()" in site.code(value):
+        site.flag("review", f"{site.qualname}: parameter groups chosen by name: MindSpore names norm-layer "
+                            f"parameters gamma/beta (torch: weight/bias) and Embedding's embedding_table")
     return value.visit(_TrainableParams())
+
+
+def _assignment_code(site, name: str) -> str | None:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node):
+            if any(dotted(t.target) == name for t in node.targets):
+                found.append(site.rw.module.code_for_node(node.value))
+
+    site.rw.module.visit(Finder())
+    return " ".join(found) or None
 
 
 def _assigned_name(site) -> str | None:
