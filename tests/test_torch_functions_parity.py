@@ -333,7 +333,7 @@ CASES: dict[str, list] = {
     "torch.linalg.eigvals": [("torch.linalg.eigvals(spd)", {"tol": LINALG, "sort": True})],
     "torch.linalg.norm": ["torch.linalg.norm(a)", "torch.linalg.norm(v, 1)", "torch.linalg.norm(a, dim=1)"],
     "torch.geqrf": [("torch.geqrf(spd)", {"tol": LINALG})],
-    "torch.orgqr": [("torch.orgqr(*torch.geqrf(spd))", {"tol": LINALG})],
+    "torch.orgqr": [("torch.orgqr(qr_a, qr_tau)", {"tol": LINALG})],
     "torch.lu_solve": [("torch.lu_solve(a.T, lu, piv)", {"tol": LINALG})],
     "torch.lu_unpack": [("torch.lu_unpack(lu, piv)", {"tol": LINALG})],
     "torch.view_as_real": ["torch.view_as_real(cz)"],
@@ -457,6 +457,7 @@ spd = f32(sq @ sq.T + 4 * np.eye(4))
 chol = f32(np.linalg.cholesky(spd.astype(np.float64)))
 lu_t, piv_t = torch.linalg.lu_factor(torch.from_numpy(spd))
 lu, piv = lu_t.numpy(), piv_t.numpy()
+qr_a, qr_tau = (t.numpy() for t in torch.geqrf(torch.from_numpy(spd)))
 m45 = f32(rng.normal(size=(4, 5)))
 d35 = f32(rng.normal(size=(2, 3, 5)))
 b3, c3 = f32(rng.normal(size=(2, 3, 4))), f32(rng.normal(size=(2, 4, 5)))
@@ -748,3 +749,41 @@ def test_emitted_keywords_exist_in_mindspore():
     script = SIGNATURE_CHECK.replace("PAYLOAD", repr(json.dumps(payload)))
     problems = run_script(script, timeout=120)
     assert not problems, "\n".join(problems)
+
+
+# Record argument names torch's schemas do not list: positional-only slots of overloads
+# (the keyword forms `sections=` / `indices=` are listed as well) and Python-level wrappers.
+NOT_IN_SCHEMA = {"torch.nonzero": {"as_tuple"}, "torch.tensor_split": {"indices_or_sections"},
+                 "torch.hsplit": {"indices_or_sections"}, "torch.vsplit": {"indices_or_sections"},
+                 "torch.unique": {"input", "sorted", "return_inverse", "return_counts", "dim"},
+                 "torch.unique_consecutive": {"input", "return_inverse", "return_counts", "dim"},
+                 "torch.concatenate": {"axis"}, "torch.linalg.vector_norm": {"x"}}
+FACTORY_ARGS = {"out", "generator", "layout", "device", "requires_grad", "pin_memory", "memory_format", "dtype"}
+
+
+@pytest.mark.framework
+def test_record_arguments_are_torch_names():
+    """A record binds keywords by name: its `args` must be torch's real parameter names (the
+    docstrings sometimes differ: torch.orgqr(input, input2), not (input, tau))."""
+    import inspect
+
+    import torch
+
+    problems = []
+    for name, rec in _records().items():
+        obj = torch
+        for part in name.split(".")[1:]:
+            obj = getattr(obj, part, None)
+        if obj is None or not rec.args:
+            continue
+        try:
+            names = set(inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            op = name.replace("torch.linalg.", "linalg_").replace("torch.", "")
+            names = {a.name for s in torch._C._jit_get_schemas_for_operator("aten::" + op) for a in s.arguments}
+            names |= {"input"} if "self" in names else set()
+        if not names:
+            continue
+        allowed = names | FACTORY_ARGS | NOT_IN_SCHEMA.get(name, set())
+        problems += [f"{name}: {a}" for a in rec.args if a != "*" and a.lstrip("*") not in allowed]
+    assert not problems, problems
