@@ -49,12 +49,14 @@ def _measure(framework: str, script: str, steps: int, result_file: str | None, r
     import runpy
 
     intervals: list[float] = []
-    run_stamps: list[float] = []
+    cpu_intervals: list[float] = []
+    run_stamps: list[tuple[float, float]] = []
 
     def record() -> None:
-        run_stamps.append(time.perf_counter())
+        run_stamps.append((time.perf_counter(), time.process_time()))
         if len(run_stamps) > WARMUP:
-            intervals.append(run_stamps[-1] - run_stamps[-2])
+            intervals.append(run_stamps[-1][0] - run_stamps[-2][0])
+            cpu_intervals.append(run_stamps[-1][1] - run_stamps[-2][1])
             if repeat and len(intervals) >= steps:
                 raise _Enough          # distributed runs are not cut short: the other rank would hang
 
@@ -121,7 +123,8 @@ def _measure(framework: str, script: str, steps: int, result_file: str | None, r
             break
         if not repeat:
             break
-    result = {"intervals_ms": [1e3 * t for t in intervals], "runs": runs, "error": error}
+    result = {"intervals_ms": [1e3 * t for t in intervals], "cpu_intervals_ms": [1e3 * t for t in cpu_intervals],
+              "runs": runs, "error": error}
     text = json.dumps(result)
     if result_file:
         Path(result_file).write_text(text)
@@ -181,8 +184,9 @@ def run_variant(name: str, framework: str, script: Path, steps: int, timeout: fl
     result["wall_s"] = round(wall, 1)
     if result["intervals_ms"]:
         # a program that fails later (e.g. at its checkpoint) has no row numbers, only a note
-        key = "partial_median_ms" if result["error"] else "median_ms"
-        result[key] = statistics.median(result["intervals_ms"])
+        prefix = "partial_" if result["error"] else ""
+        result[prefix + "median_ms"] = statistics.median(result["intervals_ms"])
+        result[prefix + "cpu_median_ms"] = statistics.median(result["cpu_intervals_ms"])
     return result
 
 
@@ -204,19 +208,21 @@ def _pool(previous: dict | None, result: dict) -> dict:
     if previous is None or result.get("error"):
         return result
     pooled = {**previous, "intervals_ms": previous["intervals_ms"] + result["intervals_ms"],
+              "cpu_intervals_ms": previous["cpu_intervals_ms"] + result["cpu_intervals_ms"],
               "runs": previous["runs"] + result["runs"], "wall_s": previous["wall_s"] + result["wall_s"]}
     pooled["median_ms"] = statistics.median(pooled["intervals_ms"])
+    pooled["cpu_median_ms"] = statistics.median(pooled["cpu_intervals_ms"])
     return pooled
 
 
-def _ratio(a: dict, b: dict) -> float | None:
-    if "median_ms" in a and "median_ms" in b:
-        return a["median_ms"] / b["median_ms"]
+def _ratio(a: dict, b: dict, key: str = "median_ms") -> float | None:
+    if key in a and key in b:
+        return a[key] / b[key]
     return None
 
 
-def _cell(result: dict) -> str:
-    return f"{result['median_ms']:.2f}" if "median_ms" in result else "failed"
+def _cell(result: dict, key: str = "median_ms") -> str:
+    return f"{result[key]:.2f}" if key in result else "failed"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -271,20 +277,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name:17s} {variant:11s} {_cell(row[variant]):>9s} ms/step"
                       + (f"   {row[variant]['error']}" if row[variant].get("error") else ""),
                       file=sys.stderr, flush=True)
-            row["converted_over_handwritten"] = _ratio(row["converted"], row["handwritten"])
-            row["converted_over_torch"] = _ratio(row["converted"], row["torch"])
+            for key, suffix in (("median_ms", ""), ("cpu_median_ms", "_cpu")):
+                row["converted_over_handwritten" + suffix] = _ratio(row["converted"], row["handwritten"], key)
+                row["converted_over_torch" + suffix] = _ratio(row["converted"], row["torch"], key)
             rows.append(row)
 
     header = f"{'program':17s} {'torch':>9s} {'converted':>10s} {'handwritten':>12s} {'conv/hand':>10s} {'conv/torch':>11s}"
-    print(f"median ms per training step ({args.steps} steps x {args.rounds} rounds, "
-          f"after {WARMUP} warm-up steps per run, 1 thread)")
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        ratios = [f"{r:.2f}x" if r is not None else "-" for r in
-                  (row["converted_over_handwritten"], row["converted_over_torch"])]
-        print(f"{row['program']:17s} {_cell(row['torch']):>9s} {_cell(row['converted']):>10s} "
-              f"{_cell(row['handwritten']):>12s} {ratios[0]:>10s} {ratios[1]:>11s}")
+    for key, suffix, title in (("median_ms", "", "wall-clock"),
+                               ("cpu_median_ms", "_cpu", "CPU time of the process (all threads)")):
+        print(f"median ms per training step, {title} ({args.steps} steps x {args.rounds} rounds, "
+              f"after {WARMUP} warm-up steps per run, 1 thread)")
+        print(header)
+        print("-" * len(header))
+        for row in rows:
+            ratios = [f"{r:.2f}x" if r is not None else "-" for r in
+                      (row["converted_over_handwritten" + suffix], row["converted_over_torch" + suffix])]
+            print(f"{row['program']:17s} {_cell(row['torch'], key):>9s} {_cell(row['converted'], key):>10s} "
+                  f"{_cell(row['handwritten'], key):>12s} {ratios[0]:>10s} {ratios[1]:>11s}")
+        print()
     for row in rows:
         for variant in ("torch", "converted", "handwritten"):
             if row[variant].get("error"):
