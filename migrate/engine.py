@@ -246,7 +246,9 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
     bound: dict[str, cst.Arg] = {}
     unbound: list[cst.Arg] = []
     names = [a for a in record.args if a != "*"]
-    positional = [a for a in args if a.keyword is None and a.star == ""]
+    # positionals after `*xs` have unknown positions: they stay unbound, in their place
+    first_star = next((k for k, a in enumerate(args) if a.star == "*"), len(args))
+    positional = [a for a in args[:first_star] if a.keyword is None and a.star == ""]
     pos_params = []
     for a in record.args:
         if a == "*":
@@ -273,8 +275,8 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
         unbound.extend(positional)
     else:
         unbound.extend(positional[i:])
-    for a in args:
-        if a.star:
+    for k, a in enumerate(args):
+        if a.star or (a.keyword is None and k > first_star):
             unbound.append(a)
         elif a.keyword is not None:
             bound[a.keyword.value] = a
@@ -346,12 +348,15 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
         else:
             still_positional = False
             out.append(kwarg(ms_name, value, arg))
+    after_star = set()
     for a in site.unbound:
         if a.star and (rec.args or rec.rename or rec.drop or rec.values):
             site.flag("MSC106", f"{site.qualname}: arguments passed through {a.star}{site.code(a.value)} "
                                 f"are not converted (torch names and values reach MindSpore as they are)")
-        elif not a.star and rec.args:
+        elif not a.star and rec.args and not after_star:
             site.flag("MSC106", f"{site.qualname}: more positional arguments than the torch signature has")
+        if a.star == "*" or after_star:
+            after_star.add(id(a))
         out.append(a)
     present = {a.keyword.value for a in out if a.keyword is not None}
     for ms_name, code in rec.pin.items():
@@ -359,7 +364,7 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
             out.append(kwarg(ms_name, _pin_expr(code, site)))
     # Python's order: positional, *args, keywords, **kwargs
     return sorted(out, key=lambda a: 3 if a.star == "**" else 2 if a.keyword is not None
-                  else 1 if a.star == "*" else 0)
+                  else 1 if id(a) in after_star else 0)
 
 
 def _respace(original: tuple, new: list[cst.Arg]) -> list[cst.Arg]:

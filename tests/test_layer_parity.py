@@ -74,10 +74,6 @@ def posn(*shape):     # uniform in (0.1, 1), not differentiated (running varianc
     return ["posn", list(shape)]
 
 
-def multilabel(n, rows):  # (rows, n) int64: some distinct classes per row, then -1
-    return ["multilabel", [rows, n]]
-
-
 def labels(n, *shape):  # int64 in [0, n): what a torch DataLoader hands the converted program
     return ["labels", list(shape), n]
 
@@ -348,8 +344,8 @@ FUNCTIONAL = [
     case("F.adaptive_avg_pool3d(x0, (2, 3, 2))", x(1, 2, 4, 6, 5)),
     case("F.adaptive_max_pool1d(x0, 3)", x(2, 3, 9)),
     case("F.pixel_unshuffle(x0, 2)", x(1, 2, 4, 6)),
-    case("F.max_unpool3d(*F.max_pool3d(x0, 2, return_indices=True), 2)", x(1, 2, 4, 4, 6)),
-    case("F.max_unpool1d(*nn.MaxPool1d(2, return_indices=True)(x0), 2)", x(2, 3, 8)),
+    case("out, idx = F.max_pool3d(x0, 2, return_indices=True); F.max_unpool3d(out, idx, 2)", x(1, 2, 4, 4, 6)),
+    case("out, idx = nn.MaxPool1d(2, return_indices=True)(x0); F.max_unpool1d(out, idx, 2)", x(2, 3, 8)),
     case("F.batch_norm(x0, x1, x2, x3, x4)", x(4, 3, 5), target(3), posn(3), x(3), x(3)),
     case("F.upsample(x0, size=(6, 7), mode='bilinear')", x(2, 3, 4, 5)),
     case("F.ctc_loss(x0, x1 + 1, x2, x3)", logprob(12, 2, 5), labels(4, 2, 4), const(12, 2), const(4, 2)),
@@ -378,7 +374,7 @@ FUNCTIONAL = [
     case("F.upsample_bilinear(x0, scale_factor=2)", x(2, 3, 4, 5)),
     case("F.upsample_nearest(x0, size=(6, 7))", x(2, 3, 4, 5)),
     case("F.adaptive_max_pool3d(x0, 2)", x(1, 2, 4, 6, 4)),
-    case("F.max_unpool2d(*F.max_pool2d(x0, 2, return_indices=True), 2)", x(2, 3, 4, 6)),
+    case("out, idx = F.max_pool2d(x0, 2, return_indices=True); F.max_unpool2d(out, idx, 2)", x(2, 3, 4, 6)),
     case("F.cosine_similarity(x0, x1)", x(4, 5), x(4, 5)),
     case("F.cosine_similarity(x0, x1, dim=0)", x(4, 5), x(4, 5)),
     case("F.pdist(x0)", x(4, 5)),
@@ -513,12 +509,6 @@ def _make(spec, rng):
         m = rng.uniform(size=shape) < 0.3
         m[..., 0] = False
         return m
-    if kind == "multilabel":
-        out = np.full(shape, -1, np.int64)
-        for row in out:
-            k = int(rng.integers(1, shape[1]))
-            row[:k] = rng.permutation(shape[1])[:k]
-        return out
     if kind == "labels":
         return rng.integers(0, spec[2], shape).astype(np.int64)
     raise ValueError(kind)
