@@ -305,6 +305,7 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
     rec = site.record
     out: list[cst.Arg] = []
     still_positional = True
+    positional_names: set[str] = set()   # MindSpore names of the arguments kept positional
     known = {a.lstrip("*") for a in rec.args}
     for index, (name, arg) in enumerate(site.bound.items()):
         if name in skip:
@@ -344,6 +345,7 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
             value = result
         ms_name = rec.rename.get(name, name)
         if still_positional and arg.keyword is None and index < rec.positional:
+            positional_names.add(ms_name)
             out.append(arg.with_changes(value=value))
         else:
             still_positional = False
@@ -358,7 +360,7 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
         if a.star == "*" or after_star:
             after_star.add(id(a))
         out.append(a)
-    present = {a.keyword.value for a in out if a.keyword is not None}
+    present = {a.keyword.value for a in out if a.keyword is not None} | positional_names
     for ms_name, code in rec.pin.items():
         if ms_name not in present:
             out.append(kwarg(ms_name, _pin_expr(code, site)))
@@ -696,8 +698,13 @@ class Rewriter(cst.CSTTransformer):
             return updated
         if name in self.instances and self.instances[name].instance_call:
             rec = self.instances[name]
-            site = Site(self, rec, rec.torch, updated)
-            return transform_function(rec.instance_call)(site)
+            try:
+                return transform_function(rec.instance_call)(Site(self, rec, rec.torch, updated))
+            except Unconvertible as exc:
+                self.flag(exc.status, f"{name}(...) ({rec.torch}): {exc}")
+            except Exception as exc:  # a bug in a transform must not cost the rest of the file
+                self.flag("MSC107", f"{name}(...) ({rec.torch}): {type(exc).__name__}: {exc}")
+            return updated
         if name in self.instances:
             return updated  # `self.norm(x)` calls a layer object, not a method `norm` of `self`
         if isinstance(original.func, cst.Attribute):
@@ -780,6 +787,14 @@ class Rewriter(cst.CSTTransformer):
         if found is None:
             return updated
         rec, _ = found
+        self.pos_stack.append(self._pos(original))
+        try:
+            self._bind_instances(original, updated, rec)
+        finally:
+            self.pos_stack.pop()
+        return updated
+
+    def _bind_instances(self, original: cst.Assign, updated: cst.Assign, rec: ApiRecord) -> None:
         for target in original.targets:
             name = dotted(target.target)
             if name is None:
@@ -788,7 +803,6 @@ class Rewriter(cst.CSTTransformer):
             if rec.on_instantiate:
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
-        return updated
 
 
 def _method_call(site: Site) -> cst.BaseExpression:
