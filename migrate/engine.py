@@ -153,6 +153,11 @@ class Unconvertible(Exception):
         self.status = status
 
 
+class NotLiteral(Unconvertible, ValueError):
+    """An argument a transform needs as a literal is an expression. Transforms may catch it
+    (as ValueError) to handle the general case; uncaught, the reference is flagged."""
+
+
 class Site:
     """One reference to a torch API being converted (a call, a bare reference, a class base)."""
 
@@ -181,7 +186,10 @@ class Site:
         when present but not a literal."""
         if name not in self.bound:
             return default
-        return literal_value(self.bound[name].value)
+        try:
+            return literal_value(self.bound[name].value)
+        except ValueError:
+            raise NotLiteral(f"{name}={self.code(self.bound[name].value)} is not a literal") from None
 
     # building code -----------------------------------------------------------------
     def ref(self, qualname: str) -> cst.BaseExpression:
@@ -659,7 +667,7 @@ class Rewriter(cst.CSTTransformer):
             self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
             return self.imports.source_ref(q)
         except Exception as exc:  # a bug in a transform must not cost the rest of the file
-            self.flag("MSC107", f"{q}: {type(exc).__name__}: {exc}")
+            self.flag("MSC107", f"{q}: {_describe(exc)}")
             return self.imports.source_ref(q)
         self._record_conversion(rec, q)
         return out
@@ -703,7 +711,7 @@ class Rewriter(cst.CSTTransformer):
             except Unconvertible as exc:
                 self.flag(exc.status, f"{name}(...) ({rec.torch}): {exc}")
             except Exception as exc:  # a bug in a transform must not cost the rest of the file
-                self.flag("MSC107", f"{name}(...) ({rec.torch}): {type(exc).__name__}: {exc}")
+                self.flag("MSC107", f"{name}(...) ({rec.torch}): {_describe(exc)}")
             return updated
         if name in self.instances:
             return updated  # `self.norm(x)` calls a layer object, not a method `norm` of `self`
@@ -773,7 +781,7 @@ class Rewriter(cst.CSTTransformer):
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
         except Exception as exc:  # a bug in a transform must not cost the rest of the file
-            self.flag("MSC107", f"{q}: {type(exc).__name__}: {exc}")
+            self.flag("MSC107", f"{q}: {_describe(exc)}")
             if receiver is None:
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
@@ -815,6 +823,11 @@ def _method_call(site: Site) -> cst.BaseExpression:
         return call.with_changes(args=_respace(call.args, site.standard_args()))
     args = [cst.Arg(site.receiver), *site.standard_args()]
     return cst.Call(func=site.ref(target), args=args)
+
+
+def _describe(exc: Exception) -> str:
+    """An exception as one stable line (no object addresses: markers must not change between runs)."""
+    return re.sub(r" at 0x[0-9a-f]+", "", f"{type(exc).__name__}: {exc}")
 
 
 def _keep_parens(old: cst.BaseExpression, new):
