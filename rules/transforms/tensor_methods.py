@@ -508,10 +508,11 @@ def type_(site):
         raise Unconvertible("x.type() returns a MindSpore dtype name ('Float32'), not "
                             "'torch.FloatTensor': compare x.dtype instead", "review")
     lit = _literal(site, "dtype")
-    if isinstance(lit, str):
-        name = lit.rsplit(".", 1)[-1]
+    name = lit if isinstance(lit, str) else site.code(dtype)   # 'torch.FloatTensor' / torch.cuda.FloatTensor
+    name = name.rsplit(".", 1)[-1]
+    if name.endswith("Tensor"):
         if name not in TENSOR_TYPE_DTYPES:
-            raise Unconvertible(f"tensor type {lit!r} is not known")
+            raise Unconvertible(f"tensor type {name!r} is not known")
         dtype = site.ref(f"mindspore.{TENSOR_TYPE_DTYPES[name]}")
     if _is_module(site):
         raise Unconvertible("Module.type(dtype) casts parameters: no Cell equivalent")
