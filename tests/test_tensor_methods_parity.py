@@ -552,6 +552,7 @@ FLAGGED = [
     ("inplace:expression", "x=f(3,4)", "z = x.add_(1.0)\nreturn z", "MSC101"),
     ("requires_grad_", "x=f(3,4)", "x.requires_grad_()\nreturn x * 2", "MSC101"),
     ("grad.zero_", "x=f(3,4)", "x.grad.zero_()", "MSC102"),
+    ("grad.data.zero_", "x=f(3,4)", "x.grad.data.zero_()", "MSC102"),
     ("unique:inverse", "x=i(8)", "return x.unique(return_inverse=True)", "MSC102"),
     ("kthvalue", "x=f(3,4)", "return x.kthvalue(2, 1)", "MSC103"),
     ("new", "x=f(3,4)", "return x.new(2, 3)", "MSC102"),

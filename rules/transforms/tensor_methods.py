@@ -638,7 +638,8 @@ def _chain_role(site, calls) -> str | None:
 def inplace(site):
     method = site.record.method_name
     receiver = site.receiver
-    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "grad":
+    written = _target(receiver)
+    if isinstance(written, cst.Attribute) and written.attr.value == "grad":
         raise Unconvertible(f"{method} on .grad: MindSpore has no .grad; gradients come from "
                             f"grad/value_and_grad")
     calls, base = _inplace_chain(site)
