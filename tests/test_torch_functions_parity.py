@@ -337,6 +337,12 @@ CASES: dict[str, list] = {
     "torch.lu_solve": [("torch.lu_solve(a.T, lu, piv)", {"tol": LINALG})],
     "torch.lu_unpack": [("torch.lu_unpack(lu, piv)", {"tol": LINALG})],
     "torch.view_as_real": ["torch.view_as_real(cz)"],
+    # statements: U, S, V are unique up to column signs; S and the reconstruction are compared
+    "torch.svd": [("U, S, V = torch.svd(a)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG}),
+                  ("U, S, V = torch.svd(spd, some=False)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG})],
+    "torch.linalg.svd": [("U, S, Vh = torch.linalg.svd(a, full_matrices=False)\nout = (S, U @ torch.diag(S) @ Vh)",
+                          {"tol": LINALG}),
+                         ("U, S, Vh = torch.linalg.svd(sq)\nout = (S, U @ torch.diag(S) @ Vh)", {"tol": LINALG})],
     "torch.linalg.inv": [("torch.linalg.inv(spd)", {"tol": LINALG})],
     "torch.linalg.det": [("torch.linalg.det(spd)", {"tol": LINALG})],
     "torch.det": [("torch.det(sq)", {"tol": LINALG})],
@@ -437,7 +443,6 @@ NOT_EXPRESSIONS = {"torch.no_grad", "torch.enable_grad", "torch.inference_mode",
 
 # CSV `torch` rows that have a record marked manual/unsupported instead of a conversion, and why.
 MARKED = {
-    "torch.svd": "ops.svd returns (S, U, V) where torch.svd returns (U, S, V)",
     "torch.ormqr": "ops.ormqr has no CPU kernel in 2.10",
 }
 
@@ -579,8 +584,13 @@ def _csv_rows():
     return [f"torch.{name}" for name in CSV_TORCH_ROWS]
 
 
+def _code(expr: str) -> str:
+    """A case: an expression (its value is `out`) or statements that set `out`."""
+    return expr + "\n" if "\n" in expr else f"out = {expr}\n"
+
+
 def _converted(expr: str) -> tuple[str, list]:
-    result = convert_source(f"import torch\nimport numpy as np\nout = {expr}\n", "case.py")
+    result = convert_source(f"import torch\nimport numpy as np\n{_code(expr)}", "case.py")
     return result.code, result.diagnostics
 
 
@@ -616,7 +626,7 @@ def _all_cases():
             expr, opts = (item, {}) if isinstance(item, str) else item
             cases.append((f"{name}#{n}", name, expr, opts))
             rec = records.get(name)
-            if rec is not None and rec.args and name not in NO_KEYWORD_FORM:
+            if rec is not None and rec.args and name not in NO_KEYWORD_FORM and "\n" not in expr:
                 kw = _keyword_form(expr, name, rec)
                 if kw is not None:
                     cases.append((f"{name}#{n}kw", name, kw, opts))
@@ -645,7 +655,7 @@ def test_parity(batch):
         unexpected = [d for d in diags if d.code not in ("MSC101",)]
         if rec is not None and rec.status == "auto" and unexpected:
             problems.append(f"{key}: unexpected diagnostics {[d.to_text() for d in unexpected]}")
-        payload.append([key, f"out = {expr}\n", code, opts])
+        payload.append([key, _code(expr), code, opts])
     script = (textwrap.dedent(RUNNER)
               .replace("INPUTS_PLACEHOLDER", repr(INPUTS))
               .replace("CASES_PLACEHOLDER", repr(json.dumps(payload))))
@@ -725,6 +735,7 @@ TRANSFORM_OWN_ARGS = {
     "torch.norm": {"p", "out"}, "torch.randint": {"low", "high", "size"}, "torch.randint_like": {"input", "low", "high"},
     "torch.bernoulli": {"p"}, "torch.where": {"condition"}, "torch.nonzero": {"as_tuple"},
     "torch.median": {"input", "out"}, "torch.full": {"dtype"},
+    "torch.svd": {"input", "some", "compute_uv", "out"}, "torch.linalg.svd": {"A", "full_matrices", "driver", "out"},
 }
 
 

@@ -584,3 +584,48 @@ def grad_mode(site):
     site.flag("review", f"{site.qualname} used as a value became contextlib.nullcontext(): MindSpore only "
                         f"computes gradients inside ms.grad / ms.value_and_grad")
     return site.expr("{n}()", n="@contextlib.nullcontext")
+
+
+# ---- svd -------------------------------------------------------------------------------
+
+def svd(site):
+    """ops.svd returns (S, U, V); torch.svd returns (U, S, V) and torch.linalg.svd (U, S, Vh).
+    Converted where the result is unpacked into three names (`U, S, V = torch.svd(x)`): the
+    names are swapped back by a statement after it."""
+    _no_out(site)
+    frames = site.rw.frames
+    stmt = frames[-1].node if frames else None
+    names = _unpacked_names(stmt, site.node)
+    if names is None:
+        raise Unconvertible("ops.svd returns (S, U, V): convert by hand where the result is not "
+                            "unpacked as `U, S, V = ...`", "manual")
+    u, s, v = names
+    x = site.arg("input" if site.has("input") else "A")
+    linalg = site.qualname == "torch.linalg.svd"
+    try:
+        full = site.literal("full_matrices", True) if linalg else not site.literal("some", True)
+        if not site.literal("compute_uv", True):
+            raise Unconvertible("compute_uv=False: torch returns zero-filled U and V", "manual")
+    except ValueError:
+        raise Unconvertible("some / full_matrices / compute_uv are not literals", "manual") from None
+    call = site.call("mindspore.ops.svd", [cst.Arg(x), kwarg("full_matrices", cst.Name(str(full)))])
+    site.after(site.stmt(f"{u}, {s} = {s}, {u}"))
+    if linalg:   # Vh = V transposed (conjugated for complex input)
+        site.after(site.stmt(f"{v} = {{t}}({v}, -1, -2).conj()", t=site.ref("mindspore.ops.swapaxes")))
+    return call
+
+
+def _unpacked_names(stmt, node):
+    """The three target names of `a, b, c = <node>`, else None."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    assign = stmt.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not assign.value.deep_equals(node):
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 3:
+        return None
+    names = [e.value for e in target.elements]
+    if not all(isinstance(n, cst.Name) for n in names):
+        return None
+    return [n.value for n in names]
