@@ -432,6 +432,7 @@ class Rewriter(cst.CSTTransformer):
         self.local_classes: dict[str, ApiRecord] = {}
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
+        self.functions: list[str] = []  # names of the enclosing function definitions
 
     # ---- positions and diagnostics -------------------------------------------------
     def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -525,9 +526,11 @@ class Rewriter(cst.CSTTransformer):
     # ---- scopes ----------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.push_function(node, self.ctx.known_scope(node))
+        self.functions.append(node.name.value)
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
+        self.functions.pop()
         return updated
 
     def visit_Lambda(self, node: cst.Lambda) -> None:

@@ -18,8 +18,9 @@ def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
 
 def set_train_after_construction(site, name: str) -> None:
     """torch modules start in training mode, Cells in eval mode: say so where the model is made
-    (children follow their parent, so `self.x = ...` needs nothing)."""
-    if name.startswith("self."):
+    (children follow their parent, so `self.x = ...`, and locals of `__init__` that become
+    children, need nothing)."""
+    if name.startswith("self.") or site.rw.functions[-1:] == ["__init__"]:
         return
     site.after(f"{name}.set_train(True)", implicit=True)
 
