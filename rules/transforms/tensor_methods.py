@@ -423,6 +423,18 @@ def scatter_add(site):
 
 
 @torch_method
+def scatter_reduce(site):
+    """reduce='sum' (including the receiver's own values, torch's default) is a scatter-add."""
+    if not all(site.has(n) for n in ("dim", "index", "src", "reduce")):
+        raise Unconvertible("scatter_reduce() needs dim, index, src and reduce")
+    if _literal(site, "reduce") != "sum" or _literal(site, "include_self", True) is not True:
+        raise Unconvertible("scatter_reduce(): only reduce='sum' with include_self=True has a "
+                            "MindSpore equivalent (ops.tensor_scatter_elements(..., 'add'))")
+    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
+                     r=site.receiver, i=site.arg("index"), s=site.arg("src"), d=site.arg("dim"))
+
+
+@torch_method
 def unique(site):
     """Sorted unique values of the flattened tensor (and counts): sort, then unique_consecutive."""
     if site.has("dim") or site.has("return_inverse") and _literal(site, "return_inverse") is not False:
