@@ -12,9 +12,10 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Flo
           cst.SimpleString, cst.Tuple, cst.List)
 
 
-def _paren(node: cst.BaseExpression) -> cst.BaseExpression:
-    """`node` safe to use as an operand (`a + b` -> `(a + b)`)."""
-    if isinstance(node, _ATOMS) or node.lpar:
+def _paren(node: cst.BaseExpression, attribute: bool = False) -> cst.BaseExpression:
+    """`node` safe to use as an operand (`a + b` -> `(a + b)`), or before `.attr` (`(2).x`)."""
+    numbers = (cst.Integer, cst.Float) if attribute else ()
+    if (isinstance(node, _ATOMS) and not isinstance(node, numbers)) or node.lpar:
         return node
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
@@ -38,11 +39,36 @@ def _no_out(site) -> None:
 
 
 def _astype(site, expr: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseExpression:
-    return site.expr("{e}.astype({t})", e=_paren(expr), t=dtype)
+    return site.expr("{e}.astype({t})", e=_paren(expr, attribute=True), t=dtype)
+
+
+def _calls(*required: str, splats: bool = False):
+    """Guard for whole-call transforms: a bare reference (`f = torch.argmin`) becomes the target
+    with a review note, or stays torch; calls missing a required argument, or passing `*a` /
+    `**k` the transform cannot see into, stay torch and are flagged."""
+    def wrap(fn):
+        def transform(site):
+            if not site.is_call:
+                if not site.record.target:
+                    raise Unconvertible("used as a value: only calls are converted", "review")
+                site.flag("review", f"{site.qualname} used as a value: its argument differences are not applied")
+                return site.ref(site.record.target)
+            if site.unbound and not splats:
+                raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
+                                    "convert by hand", "review")
+            missing = [n for n in required if n not in site.bound]
+            if missing:
+                raise Unconvertible(f"missing {', '.join(missing)}", "review")
+            return fn(site)
+        transform.__name__, transform.__doc__ = fn.__name__, fn.__doc__
+        return transform
+    return wrap
+
 
 
 # ---- arithmetic ----------------------------------------------------------------------
 
+@_calls("input", "other")
 def scaled_other(site):
     """torch.add(x, y, alpha=a) = x + a*y; ops.add has no alpha."""
     alpha = site.arg("alpha")
@@ -54,11 +80,13 @@ def scaled_other(site):
 
 # ---- results MindSpore gives in another dtype or form ----------------------------------
 
+@_calls()
 def int64_result(site):
     """Indices: MindSpore's kernel returns int32 where torch returns int64."""
     return _astype(site, site.call(site.record.target), site.ref("mindspore.int64"))
 
 
+@_calls()
 def cast_result(site):
     """A torch `dtype=` MindSpore's function lacks: cast the result."""
     dtype = site.arg("dtype")
@@ -68,6 +96,7 @@ def cast_result(site):
     return _trainable(site, call if _is_none(dtype) else _astype(site, call, dtype))
 
 
+@_calls("input")
 def cast_input(site):
     """torch.mean(x, dtype=t) casts the input before reducing; ops.mean has no dtype."""
     dtype = site.arg("dtype")
@@ -78,6 +107,7 @@ def cast_input(site):
     return site.call(site.record.target)
 
 
+@_calls("input")
 def max_min(site):
     """torch.max(x) -> a tensor; torch.max(x, dim) -> (values, indices); torch.max(x, y) ->
     element-wise. MindSpore: ops.amax / ops.max (always a tuple) / ops.maximum."""
@@ -113,6 +143,7 @@ def max_min(site):
         *([kwarg("keepdims", site.arg("keepdim"))] if site.has("keepdim") else [])])
 
 
+@_calls("input")
 def median(site):
     """torch.median(x) is the lower median of all elements; ops.median reduces one axis and
     returns (values, indices)."""
@@ -125,6 +156,7 @@ def median(site):
     return site.call(site.record.target)
 
 
+@_calls("input")
 def unique(site):
     """torch.unique returns the sorted unique values (and counts); ops.unique returns
     (values in order of appearance, inverse indices)."""
@@ -144,6 +176,7 @@ def unique(site):
     return site.expr("{s}({u}({x})[0])[0]", s="@mindspore.ops.sort", u="@mindspore.ops.unique", x=x)
 
 
+@_calls("input")
 def ddof(site):
     """torch std/var: `correction` (default 1) or the older `unbiased` -> MindSpore `ddof`
     (default 0, the biased estimate)."""
@@ -171,6 +204,7 @@ def ddof(site):
     return site.call(site.record.target, [*site.standard_args(), kwarg("ddof", value)])
 
 
+@_calls("input", "dim", "index", "src")
 def scatter_add(site):
     """torch.scatter_add(x, dim, index, src) -> ops.tensor_scatter_elements(x, index, src, dim,
     reduction='add')."""
@@ -196,11 +230,13 @@ def _trainable(site, expr: cst.BaseExpression) -> cst.BaseExpression:
     return site.expr("{P}({e})", P="@mindspore.Parameter", e=expr)
 
 
+@_calls()
 def factory(site):
     """A tensor factory whose arguments map one to one: requires_grad=True -> Parameter."""
     return _trainable(site, site.call(site.record.target))
 
 
+@_calls("size", "fill_value")
 def full(site):
     """torch.full infers the dtype from fill_value (float -> float32, int -> int64, bool ->
     bool); ops.full without dtype truncates a float fill value to int64."""
@@ -219,6 +255,7 @@ def full(site):
     return _trainable(site, site.call(site.record.target))
 
 
+@_calls("start", "end")
 def inclusive_range(site):
     """torch.range(start, end, step=1) includes `end` and returns float32 by default."""
     start, end = site.arg("start"), site.arg("end")
@@ -233,6 +270,7 @@ def inclusive_range(site):
 
 # ---- random ----------------------------------------------------------------------------
 
+@_calls("input")
 def bernoulli(site):
     """torch.bernoulli(probs) draws with the probabilities in `probs`; ops.bernoulli(x, p) draws
     with probability `p` in the shape of `x`."""
@@ -242,6 +280,7 @@ def bernoulli(site):
     return site.call(site.record.target, [*site.standard_args(), kwarg("p", p if p is not None else x)])
 
 
+@_calls()
 def randint(site):
     """torch.randint(high, size) / (low, high, size) and randint_like(x, high) / (x, low, high):
     ops.randint / ops.randint_like always take low and high."""
@@ -261,6 +300,7 @@ def randint(site):
     return _trainable(site, site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()]))
 
 
+@_calls("mean", "std")
 def normal(site):
     """torch.normal(mean, std[, size]) -> ops.normal(shape, mean, stddev): the shape is `size`,
     or the shape of whichever of mean/std is a tensor."""
@@ -274,13 +314,14 @@ def normal(site):
             shape_of = std
         except ValueError:
             shape_of = mean
-        size = site.expr("{t}.shape", t=_paren(shape_of))
+        size = site.expr("{t}.shape", t=_paren(shape_of, attribute=True))
     args = [cst.Arg(size), cst.Arg(mean), cst.Arg(std)]
     call = site.call(site.record.target, args)
     dtype = site.arg("dtype")
     return _trainable(site, call if _is_none(dtype) else _astype(site, call, dtype))
 
 
+@_calls("input")
 def poisson(site):
     """torch.poisson(rates) -> ops.random_poisson(shape=[], rates): no leading sample axes."""
     empty = site.expr("{T}([], {i})", T="@mindspore.Tensor", i="@mindspore.int32")
@@ -321,11 +362,13 @@ def tensor_class(site):
     return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
 
 
+@_calls("input")
 def clone(site):
     """torch.clone(x) -> x.copy() (a new tensor with the same data)."""
-    return site.expr("{x}.copy()", x=_paren(site.arg("input")))
+    return site.expr("{x}.copy()", x=_paren(site.arg("input"), attribute=True))
 
 
+@_calls()
 def default_dtype(site):
     """torch.get_default_dtype() -> ms.float32 (what MindSpore makes of Python floats)."""
     return site.ref("mindspore.float32")
@@ -348,6 +391,7 @@ def as_tensor(value, site):
     return site.expr("{T}({v})", T="@mindspore.Tensor", v=value)
 
 
+@_calls("input")
 def bincount(site):
     """ops.bincount counts in float32; torch counts in int64 (with weights both use the weights'
     dtype)."""
@@ -357,6 +401,7 @@ def bincount(site):
     return call
 
 
+@_calls("input", "boundaries")
 def bucketize(site):
     """torch.bucketize(x, boundaries, right=r) == searchsorted(boundaries, x, right=r).
     ops.bucketize runs the SearchSorted kernel with int32 output, and MindSpore 2.10's CPU kernel
@@ -446,6 +491,7 @@ def _einsum_matmul(a: str, b: str, out: str) -> str | None:
     return None
 
 
+@_calls("input")
 def round_decimals(site):
     """ops.round only rounds to integers; torch.round(x, decimals=d) scales by 10**d, rounds
     half to even and scales back, which the same composition does."""
@@ -463,6 +509,7 @@ def round_decimals(site):
     return site.expr("{r}({x} * {s}) / {s}", r="@mindspore.ops.round", x=x, s=_paren(scale))
 
 
+@_calls()
 def where(site):
     """torch.where(cond, x, y) is ops.where; torch.where(cond) (and torch.nonzero(x,
     as_tuple=True)) is one index tensor per dimension: ops.nonzero(as_tuple=True) has no CPU
@@ -485,6 +532,7 @@ def where(site):
     return site.expr("{u}({a}({c}), 1)", u="@mindspore.ops.unbind", a="@mindspore.ops.argwhere", c=cond)
 
 
+@_calls("input")
 def norm(site):
     """torch.norm(x, p) with dim=None is the vector p-norm of all elements; ops.norm(x, ord) of
     a 2-D x is a matrix norm. p='fro' (torch's default) is ops.norm's ord=None."""
@@ -516,6 +564,7 @@ def norm(site):
     return site.call(site.record.target, args)
 
 
+@_calls("input", "other")
 def allclose(site):
     """torch.allclose returns a Python bool; MindSpore has isclose only."""
     call = site.call("mindspore.ops.isclose")
@@ -534,6 +583,7 @@ def int32_index(value, site):
     return _astype(site, value, site.ref("mindspore.int32"))
 
 
+@_calls(splats=True)
 def sizes(site):
     """torch.zeros(2, 3) / zeros((2, 3)) / zeros(*shape) / zeros(2, *rest): MindSpore takes one
     shape argument. Starred arguments become a tuple display `(2, *rest)`."""
@@ -588,6 +638,7 @@ def grad_mode(site):
 
 # ---- svd -------------------------------------------------------------------------------
 
+@_calls()
 def svd(site):
     """ops.svd returns (S, U, V); torch.svd returns (U, S, V) and torch.linalg.svd (U, S, Vh).
     Converted where the result is unpacked into three names (`U, S, V = torch.svd(x)`): the
