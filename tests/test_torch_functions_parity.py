@@ -1,11 +1,15 @@
 """torch.* functions: every `auto`/`review` record of rules/api/torch_functions.toml and
 dtypes.toml is exercised by a torch expression below. The expression is converted with
 `convert_source`; torch and the converted MindSpore code run on the same numpy inputs in one
-subprocess per batch, and values, dtypes and shapes are compared.
+subprocess per batch, and values, dtypes and shapes are compared. Each case also runs with its
+arguments passed by torch keyword name (exercising the renames). Further checks: every keyword a
+record emits exists in its MindSpore target, record argument names are torch's real ones, every
+CSV `torch` row has a record, converted calls compile under @ms.jit, and odd call forms never
+produce invalid code.
 
 Tolerances: float32 results compare with rtol=1e-5, atol=1e-5 unless the case says otherwise.
 MindSpore's CPU transcendental kernels are less precise than torch's (measured: tanh ~1e-4 abs,
-exp ~5e-6 rel), so those cases carry a wider tolerance; see the comment on each.
+exp ~5e-6 rel), so those cases carry a wider tolerance (LOOSE / LINALG below).
 Random functions cannot match torch's stream: their cases compare shape, dtype and range, and
 moments of a large sample (mean/std within 0.1 of torch's std, about 5 standard errors).
 """
