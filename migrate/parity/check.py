@@ -105,7 +105,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
     n = len(tl)
     max_abs = max_rel = 0.0
     first = None
-    noise: dict[str, np.ndarray] = {}  # elements whose torch gradient was at rounding level
+    noise: dict[str, np.ndarray] = {}  # elements whose torch gradient was tiny (see runner.TINY_GRADIENT)
     for i in range(n):
         step = i + 1
         row = {"step": step, "torch_loss": tl[i], "ms_loss": ml[i] if i < len(ml) else None}
@@ -151,7 +151,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         first = first or {"step": n + 1, "kind": "loss", "name": None,
                           "detail": f"MindSpore made {len(ml)} steps, torch {n}"}
     result.update(max_abs_diff=max_abs, max_rel_diff=max_rel, torch_steps=n, ms_steps=len(ml),
-                  rounding_level_grads={k: int(v.sum()) for k, v in noise.items()})
+                  tiny_grad_elements={k: int(v.sum()) for k, v in noise.items()})
 
     if opts.grads:
         tgrads = _mapped(tarr, "grad", mappings)

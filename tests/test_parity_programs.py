@@ -1,0 +1,35 @@
+"""Every single-process training-program fixture passes `msmigrate parity` against its
+conversion by msmigrate (the DDP program needs torchrun/msrun: tests/test_training_loops.py)."""
+from __future__ import annotations
+
+import pytest
+
+from msmigrate.parity.check import Options, run_parity
+from msmigrate.parity.report import format_text
+
+from conftest import FIXTURES
+
+PROGRAMS = FIXTURES / "programs"
+SINGLE_PROCESS = sorted(p.name for p in PROGRAMS.glob("*.py")
+                        if p.name.startswith(("train_", "loop_")) and "init_process_group" not in p.read_text())
+
+
+def test_the_fixture_set_is_found():
+    assert {"train_mlp.py", "train_cnn.py", "train_lstm.py", "loop_amp.py"} <= set(SINGLE_PROCESS)
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("name", SINGLE_PROCESS)
+def test_converted_program_passes(name):
+    r = run_parity(PROGRAMS / name, None, Options(steps=3, timeout=300))
+    assert r["setup"]["converted"]
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == 3
+
+
+@pytest.mark.framework
+def test_converted_amp_program_passes_with_mixed_precision_on(monkeypatch):
+    monkeypatch.setenv("USE_AMP", "1")     # read by the program; the runners inherit the environment
+    r = run_parity(PROGRAMS / "loop_amp.py", None, Options(steps=3, timeout=300))
+    assert r["passed"], format_text(r)
+    assert 0.1 < r["steps"][0]["torch_loss"] < 10   # the loss itself, not GradScaler's scaled loss
