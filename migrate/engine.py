@@ -405,6 +405,7 @@ def _respace(original: tuple, new: list[cst.Arg]) -> list[cst.Arg]:
 @dataclass
 class _Frame:
     node: cst.CSTNode
+    removed: bool = False   # a conversion in this statement produced REMOVED
     diags: list[str] = field(default_factory=list)
     before: list[cst.BaseStatement] = field(default_factory=list)
     after: list[cst.BaseStatement] = field(default_factory=list)
@@ -471,6 +472,8 @@ class Rewriter(cst.CSTTransformer):
         result = super().on_leave(original, updated)
         if not isinstance(original, cst.BaseStatement):
             return result
+        if self.frames[-1].removed and isinstance(result, cst.CSTNode):
+            result = self._removed_as_value(result)
         frame = self.frames.pop()
         if isinstance(result, cst.RemovalSentinel) or (
                 isinstance(result, cst.SimpleStatementLine) and not result.body):
@@ -487,6 +490,17 @@ class Rewriter(cst.CSTTransformer):
             nodes[0] = _with_markers(nodes[0], frame.diags)
         nodes = [*frame.before, *nodes, *frame.after]
         return cst.FlattenSentinel(nodes) if len(nodes) != 1 else nodes[0]
+
+    def _removed_as_value(self, stmt):
+        """A call that has nothing to do in MindSpore, used as a value (`flags = [sync()]`):
+        it becomes None, flagged, instead of leaving an undefined name behind."""
+        finder = _FindRemoved()
+        stmt.visit(finder)
+        if not finder.found:
+            return stmt
+        self.flag("review", "a call with no MindSpore counterpart is used as a value here: "
+                            "replaced by None")
+        return stmt.visit(_ReplaceRemoved())
 
     def leave_SimpleStatementLine(self, original, updated):
         body = [s for s, o in zip(updated.body, original.body) if not _is_noop(o, s)]
@@ -673,6 +687,8 @@ class Rewriter(cst.CSTTransformer):
             self.flag("MSC107", f"{q}: {_describe(exc)}")
             return self.imports.source_ref(q)
         self._record_conversion(rec, q)
+        if _is_removed(out) and self.frames:
+            self.frames[-1].removed = True
         return out
 
     def leave_Attribute(self, original, updated):
@@ -789,6 +805,8 @@ class Rewriter(cst.CSTTransformer):
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
         self._record_conversion(rec, q)
+        if _is_removed(out) and self.frames:
+            self.frames[-1].removed = True
         return _keep_parens(updated, out)
 
     # ---- objects created from torch APIs ---------------------------------------------
@@ -850,6 +868,19 @@ def _differences(rec: ApiRecord) -> str:
 
 def _is_removed(node) -> bool:
     return isinstance(node, cst.Name) and node.value == REMOVED_NAME
+
+
+class _FindRemoved(cst.CSTVisitor):
+    found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == REMOVED_NAME:
+            self.found = True
+
+
+class _ReplaceRemoved(cst.CSTTransformer):
+    def leave_Name(self, original, updated):
+        return cst.Name("None") if updated.value == REMOVED_NAME else updated
 
 
 def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) -> bool:
