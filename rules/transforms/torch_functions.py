@@ -292,6 +292,8 @@ def randint(site):
         low, high = cst.Integer("0"), low
     elif not like and (size is None or high is None):  # randint(high, size)
         low, high, size = cst.Integer("0"), low, high if size is None else size
+    if low is None:                                    # randint(high=n, size=s)
+        low = cst.Integer("0")
     if high is None or (not like and size is None):
         raise Unconvertible("arguments do not match torch's randint signature")
     leading = [site.arg(n) for n in first] + [low, high] + ([size] if not like else [])
