@@ -151,9 +151,9 @@ def validate(table: ApiTable) -> list[str]:
                     transform_function(ref)
                 except (MappingError, ImportError) as exc:
                     problems.append(f"{rec.torch}: {exc}")
-        if rec.status == "auto" and not (rec.target or rec.transform) and not rec.drop:
-            if not rec.subclass:
-                problems.append(f"{rec.torch}: status auto needs a target or a transform")
+        # a method record may keep its method (target "") and only convert arguments
+        if rec.status == "auto" and not (rec.target or rec.transform or rec.subclass or rec.is_method):
+            problems.append(f"{rec.torch}: status auto needs a target or a transform")
         known = {a.lstrip("*") for a in rec.args}
         for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review]:
             if rec.args and key not in known:
