@@ -142,8 +142,8 @@ def parity(script, against, steps, rtol, atol, grads, as_json, plot, timeout, ke
     copied into the MindSpore network through the weight mapping, DataLoader batches recorded
     from torch are replayed when the MindSpore data differs, and dropout is turned off in both
     (its rates are compared instead). The loss and every parameter and buffer are compared
-    after each step. The MindSpore step is any module-level @ms.jit function named train_step*
-    (its first output is the loss); a torch step is a loss.backward() call.
+    after each step. The MindSpore step is any @ms.jit function named train_step* defined in
+    the program (its first output is the loss); a torch step is a loss.backward() call.
 
     Exit status: 0 within tolerance, 1 when the programs diverge, 2 when the check could not run.
     """
