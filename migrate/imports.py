@@ -150,7 +150,6 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
     def __init__(self, used: set[str]) -> None:
         self.used = used
         self.depth = 0
-        self.index = -1
         self.first_top_level_index: int | None = None
         self.first_top_level_leading = None
 
@@ -180,18 +179,21 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
             if idx is not None:
                 self.first_top_level_index = idx
         kept = []
+        changed = False
         for s in updated.body:
             if isinstance(s, (cst.Import, cst.ImportFrom)):
-                s = self._prune(s)
-                if s is None:
+                pruned = self._prune(s)
+                changed |= pruned is not s
+                if pruned is None:
                     continue
+                s = pruned
             kept.append(s)
         if not kept:
             if is_source_import and self.depth == 0 and self.first_top_level_leading is None \
                     and self._top.get(id(original)) == self.first_top_level_index:
                 self.first_top_level_leading = updated.leading_lines
             return cst.RemoveFromParent()
-        if len(kept) != len(small):
+        if changed or len(kept) != len(small):
             kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             return updated.with_changes(body=kept)
         return updated
