@@ -1,5 +1,6 @@
 # Two entry points for a fresh machine with Python 3.11 and pip:
-#   make demo   installs everything into .venv and converts + checks the bundled example
+#   make demo   installs everything into .venv, converts the bundled CNN training program and
+#               runs the torch original and the conversion side by side (msmigrate parity)
 #   make test   installs everything into .venv and runs the whole test suite
 # torch is pinned first: 2.13.0 is the CPU build available locally; any other spec would pull
 # CUDA wheels. numpy<2 because mindspore 2.10's extensions are built against NumPy 1.x.
@@ -19,10 +20,11 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	@echo "--- msmigrate convert fixtures/programs/cnn_classifier.py"
-	$(BIN)/msmigrate convert fixtures/programs/cnn_classifier.py -o build/demo --report build/demo/report.json
-	@echo "--- converted program: build/demo/cnn_classifier.py ---"
-	@cat build/demo/cnn_classifier.py
+	$(BIN)/msmigrate convert fixtures/programs/train_cnn.py -o build/demo --report build/demo/report.json
+	@echo "--- converted program: build/demo/train_cnn.py"
+	@cat build/demo/train_cnn.py
+	@echo "--- msmigrate parity: the torch program vs its conversion, step by step"
+	$(BIN)/msmigrate parity fixtures/programs/train_cnn.py --steps 4 --plot build/demo/parity.png
 
 # msrun (MindSpore's launcher) starts its workers with the `python` found on PATH
 test: install
