@@ -102,6 +102,11 @@ def write_plot(r: dict, path: Path | str) -> None:
     if str(path).endswith(".svg"):
         Path(path).write_text(_svg(r))
         return
+    try:
+        _matplotlib_plot(r, path)
+        return
+    except ImportError:   # without matplotlib: a plain drawing, no text
+        pass
     px = [bytearray(b"\xff" * (_W * 3)) for _ in range(_H)]
 
     def put(x, y, color):
@@ -131,6 +136,35 @@ def write_plot(r: dict, path: Path | str) -> None:
             for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
                 line(x0, y0, x1, y1, color, dashed)
     Path(path).write_bytes(_png(px))
+
+
+def _matplotlib_plot(r: dict, path: Path | str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    (losses, diffs) = _series(r)
+    steps = [row["step"] for row in r["steps"]]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    for (values, _, dashed), label in zip(losses, ("torch", "MindSpore")):
+        top.plot(steps, values, "--" if dashed else "-", marker="o", markersize=3, label=label)
+    top.set_ylabel("loss")
+    top.legend()
+    top.set_title(f"msmigrate parity: {Path(r.get('setup', {}).get('torch_script', '')).name}")
+    bottom.xaxis.get_major_locator().set_params(integer=True)
+    (diff, _, _), (band, _, _) = diffs
+    bottom.semilogy(steps, [max(d, 1e-12) if d is not None else float("nan") for d in diff],
+                    color="tab:red", marker="o", markersize=3, label="|torch - MindSpore|")
+    bottom.semilogy(steps, [b if b is not None else float("nan") for b in band], "--", color="grey",
+                    label="tolerance")
+    bottom.set_xlabel("step")
+    bottom.set_ylabel("loss difference")
+    bottom.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _series(r: dict):
