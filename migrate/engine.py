@@ -670,14 +670,13 @@ class Rewriter(cst.CSTTransformer):
             self.flag("MSC104", f"{q} used as a value: convert its uses by hand")
             return self.imports.source_ref(q)
         try:
-            if rec.transform:
-                site = Site(self, rec, q, node)
-                out = transform_function(rec.transform)(site)
-            elif rec.target:
+            if rec.target:   # a reference, not a call: transforms of calls do not apply
                 out = self.imports.ref(rec.target)
-                if (rec.rename or rec.values or rec.pin) and not self.type_checks:
+                if (rec.rename or rec.values or rec.pin or rec.transform) and not self.type_checks:
                     self.flag("review", f"{q} used as a value: its argument differences "
                                         f"({_differences(rec)}) are not applied")
+            elif rec.transform:   # transform-only records (`@torch.no_grad`) see the reference
+                out = transform_function(rec.transform)(Site(self, rec, q, node))
             else:
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
         except Unconvertible as exc:
@@ -863,6 +862,8 @@ def _differences(rec: ApiRecord) -> str:
     parts = [f"{k}->{v}" for k, v in rec.rename.items()]
     parts += [f"{k} transformed" for k in rec.values]
     parts += [f"{k}={v}" for k, v in rec.pin.items()]
+    if rec.transform:
+        parts.append(f"see {rec.transform}")
     return ", ".join(parts)
 
 
