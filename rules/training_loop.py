@@ -25,11 +25,12 @@ then converts what is left inside (layers, losses, ops).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import libcst as cst
 
-from msmigrate.dataflow import backward_slice, names, ordered_reads, writes
+from msmigrate.dataflow import backward_slice, names, ordered_reads, reads, writes
 from msmigrate.names import ScopeStack, dotted, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -55,6 +56,10 @@ def _call_of(stmt) -> cst.Call | None:
         if isinstance(small, (cst.Expr, cst.Assign)) and isinstance(small.value, cst.Call):
             return small.value
     return None
+
+
+def writes_of(stmts: list) -> set[str]:
+    return set().union(*(writes(s) for s in stmts)) if stmts else set()
 
 
 def _method_stmt(stmt, method: str) -> cst.Call | None:
@@ -327,12 +332,16 @@ class TrainingLoopPass(cst.CSTTransformer):
         outputs = self._outputs(slice_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
-        defs, call_stmt, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
-                                               inputs, outputs, post, scaler)
+        if step["kind"] == "accumulate" and (reads(step["if"].test) & (writes_of(slice_stmts) | {loss_name})):
+            body[b] = self._flag(backward_stmt, "manual", "the accumulation condition depends on this "
+                                 "step's results: convert this step by hand")
+            return body
+        defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
+                                                inputs, outputs, post, scaler)
         defs = self._mixed_precision() + defs
-        call_stmt = call_stmt.with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
-                                                          else backward_stmt.leading_lines))
-        new_body = rest_pre[:first_slice_at] + hoisted + [call_stmt] + rest_pre[first_slice_at:] + post
+        call_stmts[0] = call_stmts[0].with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
+                                                                  else backward_stmt.leading_lines))
+        new_body = rest_pre[:first_slice_at] + hoisted + call_stmts + rest_pre[first_slice_at:] + post
 
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
@@ -598,32 +607,47 @@ class TrainingLoopPass(cst.CSTTransformer):
         ret = ", ".join(rets + extra_returns)
 
         defs = [*params_def, forward, grad]
+        step_args = args
+        call_pre: list = []
         if step["kind"] == "accumulate":
+            # One compiled step: gradients accumulate in Parameters, and torch's own condition,
+            # evaluated in Python where torch evaluated it, decides (as a bool tensor, so the
+            # graph is compiled once) whether the accumulated update is applied.
             accum = self.fresh("accum_grads")
-            apply = self.fresh("apply_grads")
+            flag = self.fresh("apply_update")
             defs.insert(len(params_def), self._stmt(
                 f'{accum} = {step["optimizer"]}.parameters.clone(prefix="{accum}", init="zeros")'))
             lines.append(f"for acc, grad in zip({accum}, grads):")
             lines.append(f"    {ms_('mindspore.ops.assign_add')}(acc, grad)")
-            apply_lines = ["grads = tuple(" + accum + ")", *clip_lines, f"{step['optimizer']}(grads)",
-                           f"for acc in {accum}:",
-                           f"    {ms_('mindspore.ops.assign')}(acc, {ms_('mindspore.ops.zeros_like')}(acc))",
-                           "return " + (", ".join(norm_names) if norm_names else "True")]
-            defs.append(self._jit_def(apply, "", apply_lines))
+            lines += [f"{n} = {ms_('mindspore.ops.zeros')}(())" for n in norm_names]
+            lines.append(f"if {flag}:")
+            lines.append(f"    accumulated = tuple({accum})")
+            lines += ["    " + re.sub(r"\bgrads\b", "accumulated", c) for c in clip_lines]
+            lines.append(f"    {step['optimizer']}(accumulated)")
+            lines.append(f"    for acc in {accum}:")
+            lines.append(f"        {ms_('mindspore.ops.assign')}(acc, {ms_('mindspore.ops.zeros_like')}(acc))")
+            extra_returns = norm_names
+            ret = ", ".join(rets + extra_returns)
+            step_args = ", ".join([*inputs, flag])
+            call_pre = [self._stmt(f"{flag} = {self._code(step['if'].test)}")]
+            call_args = ", ".join([*inputs, f"{ms_('mindspore.Tensor')}({flag})"])
+        else:
+            call_args = args
         at = defs.index(grad) + 1
-        defs.insert(at, self._jit_def(names["step"], args, lines + [f"return {ret}"]))
+        defs.insert(at, self._jit_def(names["step"], step_args, lines + [f"return {ret}"]))
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
 
-        targets = ", ".join(rets + (extra_returns if step["kind"] != "accumulate" else []))
-        call_stmt = self._stmt(f"{targets} = {names['step']}({args})")
+        targets = ", ".join(rets + extra_returns)
+        call_stmts = [*call_pre, self._stmt(f"{targets} = {names['step']}({call_args})")]
         new_post = list(step["before"])
         if step["kind"] == "accumulate":
             if_stmt = step["if"]
-            apply_call = self._stmt(f"{', '.join(norm_names) + ' = ' if norm_names else ''}{apply}()")
-            new_if_body = [*step["if_before"], apply_call, *step["if_after"]]
-            new_post.append(if_stmt.with_changes(body=if_stmt.body.with_changes(body=new_if_body)))
+            rest = [*step["if_before"], *step["if_after"]]
+            if rest:   # what else torch did when it stepped, under the same condition
+                new_post.append(if_stmt.with_changes(test=cst.Name(flag),
+                                                     body=if_stmt.body.with_changes(body=rest)))
         new_post += step["after"]
-        return defs, call_stmt, new_post
+        return defs, call_stmts, new_post
 
     def _jit_def(self, name: str, args: str, lines: list[str]):
         code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)

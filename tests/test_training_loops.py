@@ -35,7 +35,7 @@ def free_port() -> int:
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("name", ["loop_multiloss.py", "loop_gru.py", "loop_amp.py"])
+@pytest.mark.parametrize("name", ["loop_multiloss.py", "loop_gru.py", "loop_amp.py", "loop_accum.py"])
 def test_converted_step_compiles_once(tmp_path, name):
     """Every batch has the same shape, so each compiled function compiles exactly once."""
     script = convert_to(tmp_path, name)

@@ -387,7 +387,10 @@ def run_mindspore(rec: Record, script: str) -> None:
         while f"batch/{step}/{i}" in torch_arrays:
             tb.append(torch_arrays[f"batch/{step}/{i}"])
             i += 1
-        pos = [a for a in args if is_tensor(a)]
+        def is_batch(a):   # 0-d tensors are step flags (e.g. "apply the accumulated update")
+            return is_tensor(a) and len(a.shape) > 0
+
+        pos = [a for a in args if is_batch(a)]
         if len(pos) != len(tb) or any(tuple(a.shape) != t.shape for a, t in zip(pos, tb)):
             replay["mismatch"].append(step)
             return args
@@ -396,7 +399,7 @@ def run_mindspore(rec: Record, script: str) -> None:
             return args
         replay["replayed"] += 1
         it = iter(tb)
-        return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_tensor(a) else a for a in args)
+        return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_batch(a) else a for a in args)
 
     class _NoStep:
         """Stands in for an optimizer during the dry run: calling it updates nothing (calling
