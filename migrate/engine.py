@@ -228,6 +228,21 @@ class Site:
     def before(self, stmt: cst.BaseStatement | str) -> None:
         self.rw.add_statement(stmt, after=False)
 
+    @property
+    def statement(self) -> cst.BaseStatement | None:
+        """The statement this reference stands in, as it was before conversion."""
+        return self.rw.frames[-1].node if self.rw.frames else None
+
+    @property
+    def assigned_name(self) -> str | None:
+        """`name` (or `self.name`) when the statement is a single assignment `name = ...`."""
+        stmt = self.statement
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                return dotted(small.targets[0].target)
+        return None
+
     def instance_record(self, expr: cst.BaseExpression) -> ApiRecord | None:
         """The record of the API that created the object `expr` names, if known."""
         name = dotted(expr)

@@ -120,7 +120,7 @@ def load(site):
         weights_only = site.literal("weights_only", None)
     except ValueError:
         weights_only = None
-    name = _assigned_name(site)
+    name = site.assigned_name
     used_as_module = name is not None and re.search(
         rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module.code)
     if weights_only is False or used_as_module:
@@ -129,17 +129,9 @@ def load(site):
     return site.expr("{load}({p})", load=site.ref("mindspore.load_checkpoint"), p=_ckpt_path(site, path))
 
 
-def _assigned_name(site) -> str | None:
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
-            isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
-        return dotted(stmt.body[0].targets[0].target)
-    return None
-
-
 def _statement_call(site) -> bool:
     """Is this call the whole expression statement being converted?"""
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    stmt = site.statement
     return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
             and isinstance(stmt.body[0].value.func, cst.Attribute)

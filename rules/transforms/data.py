@@ -292,19 +292,11 @@ def _check_loader_uses(site, shuffle, src) -> None:
         site.flag("review", f"{site.qualname}: with a global seed every `for ... in loader` pass rebuilds the "
                             f"pipeline with the same seed: each epoch sees the same order (torch reshuffles); "
                             f"iterate one loader.create_tuple_iterator(num_epochs=EPOCHS) across the epochs")
-    name = _assigned_name(site)
+    name = site.assigned_name
     if name is not None and re.search(rf"(?<![\w.]){re.escape(name)}\.dataset\b", code):
         source = site.code(src) if dotted(src) else "its source"
         site.flag("review", f"{site.qualname}: a MindSpore pipeline has no .dataset: {name}.dataset is "
                             f"{source} (len({source}) samples)")
-
-
-def _assigned_name(site) -> str | None:
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
-            isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
-        return dotted(stmt.body[0].targets[0].target)
-    return None
 
 
 def _loaders_of(site, name: str) -> int:

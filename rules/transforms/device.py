@@ -14,7 +14,7 @@ from msmigrate.names import dotted
 def device_value(site):
     """torch.device('cuda') -> 'cuda': the string keeps `use_cuda`-style logic running, but has no
     .type / .index."""
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    stmt = site.statement
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
             isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
         name = dotted(stmt.body[0].targets[0].target)
@@ -60,7 +60,7 @@ def false_value(site):
 
 def _assigned_value(site):
     """The right-hand side when the statement being converted assigns to this reference."""
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    stmt = site.statement
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
         assign = stmt.body[0]
         if len(assign.targets) == 1 and site.rw.scopes.resolve(assign.targets[0].target) == site.qualname:
@@ -123,7 +123,7 @@ def _register_created_cell(site) -> None:
     if rec is None:
         q = site.rw.scopes.resolve(func)
         rec = site.rw.table.lookup(q) if q and q.startswith("torch.nn.") else None
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
+    stmt = site.statement
     if rec is None or not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                            and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
         return

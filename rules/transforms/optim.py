@@ -52,19 +52,9 @@ def _assignment_code(site, name: str) -> str | None:
     return " ".join(found) or None
 
 
-def _assigned_name(site) -> str | None:
-    """`name` when the statement being converted is `name = <this call>`."""
-    stmt = site.rw.frames[-1].node if site.rw.frames else None
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        assign = stmt.body[0]
-        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.value, cst.Call):
-            return dotted(assign.targets[0].target)
-    return None
-
-
 def _param_groups_usage(site) -> None:
     """eoptim keeps each group's lr as a Parameter: a read gives a Parameter, not a float."""
-    name = _assigned_name(site)
+    name = site.assigned_name
     if name is None:
         return
     code = site.rw.module.code
@@ -115,7 +105,7 @@ def adam(site):
     args.append(kwarg("weight_decay", cst.Float("0.0")))
     if wd is not None and not _is_zero(wd):
         w = site.code(wd)
-        opt = _assigned_name(site) or "optimizer"
+        opt = site.assigned_name or "optimizer"
         site.flag("review", f"{site.qualname}: weight_decay={w} is an L2 term in torch Adam (added to the "
                             f"gradient), not AdamW's decoupled decay; converted with weight_decay=0.0: add it "
                             f"before the update: grads = tuple(g + {w} * p for g, p in "
@@ -125,7 +115,7 @@ def adam(site):
 
 def _last_lr_usage(site) -> None:
     """get_last_lr() gives Tensors in MindSpore: f"{lr:.4f}" fails on them."""
-    name = _assigned_name(site)
+    name = site.assigned_name
     if name and re.search(rf"(?<![\w.]){re.escape(name)}\.get_last_lr\s*\(", site.rw.module.code):
         site.flag("review", f"{site.qualname}: {name}.get_last_lr() returns MindSpore Tensors: "
                             f"float({name}.get_last_lr()[0]) where a number is formatted or logged")
@@ -218,7 +208,7 @@ def one_cycle_lr(site):
         cos=site.ref("math.cos"), pi=site.ref("math.pi"),
     )
     _last_lr_usage(site)
-    target = _assigned_name(site)
+    target = site.assigned_name
     name = f"{target.rsplit('.', 1)[-1]}_factor" if target else "one_cycle_factor"
     fdef = site.stmt(_ONE_CYCLE_DEF.strip("\n").replace("{name}", name), **nodes)
     site.before(fdef.with_changes(leading_lines=[cst.EmptyLine(indent=False)]))

@@ -42,14 +42,9 @@ def torch_method(transform):
 
 
 # ---- where the call stands (reads the rewriter's statement frames) ---------------------------
-def _statement(site) -> cst.BaseStatement | None:
-    frames = site.rw.frames
-    return frames[-1].node if frames else None
-
-
 def _is_statement(site) -> bool:
     """True when the call is a whole expression statement of its own: `x.add_(1)`."""
-    stmt = _statement(site)
+    stmt = site.statement
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr)):
         return False
@@ -61,7 +56,7 @@ def _is_statement(site) -> bool:
 
 def _result_fields_used(site) -> list[str]:
     """`.values` / `.indices` read directly off this call (torch's named tuple)."""
-    stmt = _statement(site)
+    stmt = site.statement
     if stmt is None:
         return []
     method = site.record.method_name
@@ -73,7 +68,7 @@ def _result_fields_used(site) -> list[str]:
 
 def _replace_statement(site, stmt: cst.BaseStatement):
     """Put `stmt` in place of the expression statement the call is (keeps its end-of-line comment)."""
-    original = _statement(site)
+    original = site.statement
     if isinstance(original, cst.SimpleStatementLine) and isinstance(stmt, cst.SimpleStatementLine):
         stmt = stmt.with_changes(trailing_whitespace=original.trailing_whitespace)
     site.before(stmt)
@@ -621,7 +616,7 @@ def _target(receiver: cst.BaseExpression) -> cst.BaseExpression:
 def _inplace_chain(site) -> tuple[list[cst.Call], cst.BaseExpression | None]:
     """The in-place calls of the current expression statement, outermost first, and the tensor
     they all write to: `ema.mul_(d).add_(x)` -> ([add_ call, mul_ call], ema)."""
-    stmt = _statement(site)
+    stmt = site.statement
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr)):
         return [], None

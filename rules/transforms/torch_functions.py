@@ -630,8 +630,7 @@ def grad_mode(site):
     """no_grad / enable_grad / inference_mode / set_grad_enabled: MindSpore computes gradients only
     inside ms.grad / value_and_grad, so as a `with` item, decorator or statement they go away;
     kept as a value (`ctx = torch.no_grad()`) they become contextlib.nullcontext()."""
-    frames = site.rw.frames
-    if frames and _statement_slot(frames[-1].node, site.node):
+    if site.statement is not None and _statement_slot(site.statement, site.node):
         return site.REMOVED
     site.flag("review", f"{site.qualname} used as a value became contextlib.nullcontext(): MindSpore only "
                         f"computes gradients inside ms.grad / ms.value_and_grad")
@@ -646,9 +645,7 @@ def svd(site):
     Converted where the result is unpacked into three names (`U, S, V = torch.svd(x)`): the
     names are swapped back by a statement after it."""
     _no_out(site)
-    frames = site.rw.frames
-    stmt = frames[-1].node if frames else None
-    names = _unpacked_names(stmt, site.node)
+    names = _unpacked_names(site.statement, site.node)
     if names is None:
         raise Unconvertible("ops.svd returns (S, U, V): convert by hand where the result is not "
                             "unpacked as `U, S, V = ...`", "manual")
