@@ -122,10 +122,12 @@ def test_handwritten_ddp_runs_on_two_msrun_workers(tmp_path):
     assert losses[0] != losses[1]                # each rank trains on its own half of every batch
     np.testing.assert_allclose(params[0], params[1], rtol=0, atol=1e-6)
     # both programs start from the same numpy-drawn weights: torchrun/gloo must print the same losses
-    torch_out = _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-                      f"--master_port={_free_port()}", str(PROGRAMS / "loop_ddp.py")], ENV, tmp_path, timeout=300)
+    torch_logs = tmp_path / "torch_logs"   # one stdout file per rank: lines never interleave
+    _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+          f"--master_port={_free_port()}", f"--log-dir={torch_logs}", "--redirects=3",
+          str(PROGRAMS / "loop_ddp.py")], ENV, tmp_path, timeout=300)
+    torch_out = "\n".join(p.read_text() for p in sorted(torch_logs.rglob("stdout.log")))
     for rank in (0, 1):
-        # the two workers share one stdout: lines can run together, so match the fixed format
         torch_losses = [float(v) for v in re.findall(rf"rank {rank} loss (-?\d+\.\d{{6}})", torch_out)]
         assert len(torch_losses) == 4, torch_out
         np.testing.assert_allclose(losses[rank], torch_losses, rtol=1e-5, atol=2e-6)

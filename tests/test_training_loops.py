@@ -51,7 +51,7 @@ def test_converted_step_compiles_once(tmp_path, name):
 
 def _rank_losses(text: str) -> dict[int, list[float]]:
     out: dict[int, list[float]] = {}
-    for rank, value in re.findall(r"rank (\d+) loss (\S+)", text):
+    for rank, value in re.findall(r"rank (\d+) loss (-?\d+\.\d{6})", text):
         out.setdefault(int(rank), []).append(float(value))
     return out
 
@@ -60,12 +60,14 @@ def _rank_losses(text: str) -> dict[int, list[float]]:
 def test_ddp_two_processes_match_torch(tmp_path):
     """torchrun + gloo vs the conversion under msrun + mccl, 2 CPU processes each: every rank's
     loss at every step agrees (same initial weights, same shards, mean all-reduce)."""
+    torch_logs = tmp_path / "torch_logs"   # one stdout file per rank: lines never interleave
     torch_run = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-         f"--master_port={free_port()}", str(PROGRAMS / "loop_ddp.py")],
+         f"--master_port={free_port()}", f"--log-dir={torch_logs}", "--redirects=3",
+         str(PROGRAMS / "loop_ddp.py")],
         capture_output=True, text=True, timeout=600, env=ENV, cwd=tmp_path)
     assert torch_run.returncode == 0, torch_run.stderr[-3000:]
-    expected = _rank_losses(torch_run.stdout)
+    expected = _rank_losses("\n".join(p.read_text() for p in sorted(torch_logs.rglob("stdout.log"))))
 
     script = convert_to(tmp_path, "loop_ddp.py")
     logs = tmp_path / "logs"
