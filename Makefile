@@ -28,7 +28,7 @@ demo: install
 
 # msrun (MindSpore's launcher) starts its workers with the `python` found on PATH
 test: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadgroup -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) build

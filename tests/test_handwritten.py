@@ -102,6 +102,7 @@ print("params " + json.dumps([p.asnumpy().ravel().tolist() for p in state["model
 
 
 @pytest.mark.framework
+@pytest.mark.xdist_group("distributed")   # two gloo/mccl jobs at once on 2 cores abort each other
 @pytest.mark.skipif(shutil.which("msrun") is None, reason="msrun (MindSpore's launcher) is not on PATH")
 def test_handwritten_ddp_runs_on_two_msrun_workers(tmp_path):
     log_dir = tmp_path / "logs"

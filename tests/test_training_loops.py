@@ -57,6 +57,7 @@ def _rank_losses(text: str) -> dict[int, list[float]]:
 
 
 @pytest.mark.framework
+@pytest.mark.xdist_group("distributed")   # two gloo/mccl jobs at once on 2 cores abort each other
 def test_ddp_two_processes_match_torch(tmp_path):
     """torchrun + gloo vs the conversion under msrun + mccl, 2 CPU processes each: every rank's
     loss at every step agrees (same initial weights, same shards, mean all-reduce)."""
@@ -66,7 +67,8 @@ def test_ddp_two_processes_match_torch(tmp_path):
          f"--master_port={free_port()}", f"--log-dir={torch_logs}", "--redirects=3",
          str(PROGRAMS / "loop_ddp.py")],
         capture_output=True, text=True, timeout=600, env=ENV, cwd=tmp_path)
-    assert torch_run.returncode == 0, torch_run.stderr[-3000:]
+    rank_logs = "\n".join(p.read_text() for p in sorted(torch_logs.rglob("*.log")))
+    assert torch_run.returncode == 0, (torch_run.stderr[-2000:], rank_logs[-3000:])
     expected = _rank_losses("\n".join(p.read_text() for p in sorted(torch_logs.rglob("stdout.log"))))
 
     script = convert_to(tmp_path, "loop_ddp.py")
