@@ -124,9 +124,15 @@ def test_handwritten_ddp_runs_on_two_msrun_workers(tmp_path):
     np.testing.assert_allclose(params[0], params[1], rtol=0, atol=1e-6)
     # both programs start from the same numpy-drawn weights: torchrun/gloo must print the same losses
     torch_logs = tmp_path / "torch_logs"   # one stdout file per rank: lines never interleave
-    _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-          f"--master_port={_free_port()}", f"--log-dir={torch_logs}", "--redirects=3",
-          str(PROGRAMS / "loop_ddp.py")], ENV, tmp_path, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           f"--master_port={_free_port()}", f"--log-dir={torch_logs}", "--redirects=3",
+                           str(PROGRAMS / "loop_ddp.py")], capture_output=True, text=True, timeout=300,
+                          env=ENV, cwd=tmp_path)
+    rank_logs = "\n".join(p.read_text() for p in sorted(torch_logs.rglob("*.log")))
+    # gloo sometimes aborts while tearing down after the program has finished; the 4 losses per
+    # rank are still required below
+    assert proc.returncode == 0 or "terminate called without an active exception" in rank_logs, \
+        (proc.stderr[-2000:], rank_logs[-3000:])
     torch_out = "\n".join(p.read_text() for p in sorted(torch_logs.rglob("stdout.log")))
     for rank in (0, 1):
         torch_losses = [float(v) for v in re.findall(rf"rank {rank} loss (-?\d+\.\d{{6}})", torch_out)]

@@ -18,6 +18,7 @@ from msmigrate import convert_source
 
 PROGRAMS = FIXTURES / "programs"
 ENV = {**os.environ, "GLOG_v": "3", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+TEARDOWN_ABORT = "terminate called without an active exception"
 COMPILE_LINE = re.compile(r"CompileInner\] Start compiling, phase: [\w.]*?\.(\w+)\.")
 
 
@@ -68,7 +69,9 @@ def test_ddp_two_processes_match_torch(tmp_path):
          str(PROGRAMS / "loop_ddp.py")],
         capture_output=True, text=True, timeout=600, env=ENV, cwd=tmp_path)
     rank_logs = "\n".join(p.read_text() for p in sorted(torch_logs.rglob("*.log")))
-    assert torch_run.returncode == 0, (torch_run.stderr[-2000:], rank_logs[-3000:])
+    # gloo sometimes aborts while tearing down after the program has finished; the per-rank
+    # losses below must still all be there
+    assert torch_run.returncode == 0 or TEARDOWN_ABORT in rank_logs, (torch_run.stderr[-2000:], rank_logs[-3000:])
     expected = _rank_losses("\n".join(p.read_text() for p in sorted(torch_logs.rglob("stdout.log"))))
 
     script = convert_to(tmp_path, "loop_ddp.py")
