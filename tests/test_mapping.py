@@ -3,13 +3,12 @@ PyTorch->MindSpore mapping table (r2.4.10) is covered."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from msmigrate.mapping import load_table, validate
 
-CSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "torch_ms_api_map_r2.4.10.csv"
+from conftest import MAPPING_CSV as CSV
 
 
 def test_tables_validate():
@@ -22,7 +21,7 @@ def test_every_status_is_explained():
     assert unexplained == []
 
 
-@pytest.mark.skipif(not CSV.exists(), reason="the shared reference data is not checked out beside the repo")
+@pytest.mark.skipif(CSV is None, reason="the shared reference data is not on this machine")
 def test_published_mapping_rows_have_records():
     """Every torch API of the published table has a record (converted, or marked with why not).
     torch.nn.Module / Tensor rows are method records, matched by method name."""
