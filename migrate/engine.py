@@ -268,7 +268,6 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
     `keyword=None`). Arguments that cannot be bound (`*a`, `**k`, too many) are `unbound`."""
     bound: dict[str, cst.Arg] = {}
     unbound: list[cst.Arg] = []
-    names = [a for a in record.args if a != "*"]
     # positionals after `*xs` have unknown positions: they stay unbound, in their place
     first_star = next((k for k, a in enumerate(args) if a.star == "*"), len(args))
     positional = [a for a in args[:first_star] if a.keyword is None and a.star == ""]
@@ -303,7 +302,6 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
             unbound.append(a)
         elif a.keyword is not None:
             bound[a.keyword.value] = a
-    del names
     return bound, unbound
 
 

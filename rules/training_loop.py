@@ -450,10 +450,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         return [guard, self._stmt(f"{step} = self.{attr}")]
 
     def _is_zero_grad(self, stmt) -> bool:
-        if _method_stmt(stmt, "zero_grad") is not None:
-            return True
-        # `for p in model.parameters(): p.grad = None` style resets
-        return False
+        return _method_stmt(stmt, "zero_grad") is not None
 
     def _inputs(self, stmts: list, free: set[str], extra: set[str]) -> list[str]:
         loop = self.loops[-1][0] if self.loops[-1] else None

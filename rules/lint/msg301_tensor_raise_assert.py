@@ -1,4 +1,3 @@
-import ast
 
 from msmigrate.lint.rule import Rule
 

@@ -1,4 +1,3 @@
-import ast
 
 from msmigrate.lint.rule import Rule
 from msmigrate.rules.lint.msg701_dropout_positional_keep_prob import ms_nn_call

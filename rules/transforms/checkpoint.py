@@ -11,7 +11,7 @@ import re
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.engine import Unconvertible, kwarg
 from msmigrate.names import dotted
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")

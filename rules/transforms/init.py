@@ -5,7 +5,7 @@ import math
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.engine import Unconvertible, literal_value
 
 
 def _tensor(site) -> cst.BaseExpression:
