@@ -263,3 +263,81 @@ def test_cross_file_analysis(tmp_path):
     (pkg / "model.py").write_text("from .helpers import Base\n\nclass Net(Base):\n    def construct(self, x):\n"
                                   "        return x\n")
     assert "MSG101" not in run(["pkg"], tmp_path).output
+
+
+def test_cross_file_re_exports(tmp_path):
+    """Names imported from a package resolve through its `__init__.py` re-exports (relative,
+    absolute, star with `__all__`, chains, cycles) to the file that defines them."""
+    files = {
+        "mypkg/__init__.py": "from .models import *\nfrom .sub import double\nfrom .a import ping\n",
+        "mypkg/models.py": textwrap.dedent("""\
+            from mindspore import nn
+
+            __all__ = ["Net"]
+
+
+            class Net(nn.Cell):
+                def construct(self, x):
+                    return x * 2
+
+
+            def hidden(x):
+                del x
+            """),
+        "mypkg/sub/__init__.py": "from mypkg.sub.impl import double\n",
+        "mypkg/sub/impl.py": textwrap.dedent("""\
+            from mindspore import ops
+
+
+            def double(x):
+                try:
+                    return x * 2
+                except ValueError:
+                    return x
+            """),
+        # a re-export cycle: resolving `ping` must terminate (and find nothing)
+        "mypkg/a.py": "import mindspore\nfrom .b import ping\n",
+        "mypkg/b.py": "import mindspore\nfrom .a import ping\n",
+        "train.py": textwrap.dedent("""\
+            import numpy as np
+            import mindspore as ms
+            import mypkg
+            from mypkg import Net, hidden, ping
+
+
+            class Big(Net):
+                def construct(self, x):
+                    for k in range(2):
+                        x = x + k
+                    else:
+                        x = x * 2
+                    return hidden(ping(x))
+
+
+            @ms.jit
+            def step(x):
+                return mypkg.double(x)
+
+
+            net = Net()
+            x = ms.Tensor(np.ones(8, np.float32))
+            for n in range(1, 5):
+                net(x[:n])
+            """),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def findings(*args):
+        r = run(["--no-cache", *args, "train.py", "mypkg"], tmp_path)
+        return sorted(" ".join(ln.split()[0:2]) for ln in r.output.splitlines() if ln[:1] in "tm")
+
+    # Big is a Cell through mypkg/__init__ -> models (star, in __all__); step's callee is found
+    # through two re-exporting __init__ files; `net` is an instance of the re-exported Cell
+    expected = sorted(["mypkg/sub/impl.py:5:5: MSG101", "train.py:9:9: MSG111", "train.py:24:9: MSG504"])
+    assert findings() == expected
+    assert findings("-j", "2") == expected
+    # `hidden` is not in models.__all__, so the star import does not export it; without __all__ it does
+    (tmp_path / "mypkg/models.py").write_text(files["mypkg/models.py"].replace('__all__ = ["Net"]\n', ""))
+    assert findings() == sorted(["mypkg/models.py:11:5: MSG104", *expected])

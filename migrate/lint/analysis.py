@@ -49,7 +49,7 @@ def dotted(node: ast.AST) -> str | None:
 @dataclass(frozen=True)
 class External:
     """Facts about this file that come from the other files linted with it (see crossfile.py)."""
-    cell_bases: frozenset = frozenset()       # local names of imported Cell classes
+    cell_bases: frozenset = frozenset()       # local names of imported Cell classes (bases, instances)
     graph_functions: tuple = ()               # (top-level function, why): called from compiled code elsewhere
 
     def key(self) -> str:
@@ -322,7 +322,8 @@ class FileModel:
                     for t in node.targets:
                         if isinstance(t, ast.Name):
                             self._grad_targets[t.id] = call.args[0].id
-                elif isinstance(call.func, ast.Name) and call.func.id in self.cell_classes:
+                elif isinstance(call.func, ast.Name) and (call.func.id in self.cell_classes or
+                                                          call.func.id in self.external.cell_bases):
                     for t in node.targets:
                         if isinstance(t, ast.Name):
                             self.instances[t.id] = call.func.id

@@ -1,5 +1,7 @@
-"""Cross-file facts for files linted together: imported Cell base classes, and functions in one
-file that compiled code in another file calls.
+"""Cross-file facts for files linted together: imported Cell classes (as bases and instances),
+and functions in one file that compiled code in another file calls. Imported names are followed
+through re-exports (`pkg/__init__.py` doing `from .models import Net` or `from .models import *`)
+to the file that defines them.
 
 Each file gets a small JSON-able summary (cached by content hash with the lint results); the
 summaries are linked here without re-parsing, and each file is then linted with its `External`
@@ -8,6 +10,7 @@ facts, which are part of its cache key.
 from __future__ import annotations
 
 import ast
+import builtins
 from pathlib import Path
 
 from msmigrate.lint.analysis import External, FileModel, dotted
@@ -16,7 +19,22 @@ from msmigrate.lint.analysis import External, FileModel, dotted
 def summarize(tree: ast.Module, model: FileModel) -> dict:
     """What other files need to know about this one, and which imported names it uses where."""
     imported = {a for a, q in model.aliases.items()
-                if not q.split(".")[0] in ("mindspore", "torch", "numpy", "math", "os", "sys")}
+                if a != "*" and not q.split(".")[0] in ("mindspore", "torch", "numpy", "math", "os", "sys")}
+    # `from m import *`: the modules, and the names this file exports (`__all__`, if literal)
+    stars, exports = [], None
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+            mod = "." * stmt.level + (stmt.module or "")
+            if mod.split(".")[0] not in ("mindspore", "torch", "numpy"):
+                stars.append(mod)
+        elif isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets) \
+                and isinstance(stmt.value, (ast.List, ast.Tuple)):
+            exports = [e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    defined = set(model.functions) | set(model.classes) | model.module_names
+
+    def external(head: str) -> bool:
+        """A name that may come from another linted file (through an import or a star import)."""
+        return head in imported or bool(stars) and head not in defined and head not in _BUILTINS
 
     def calls_in(node) -> tuple[list[str], list[str]]:
         ext, local = set(), set()
@@ -26,10 +44,10 @@ def summarize(tree: ast.Module, model: FileModel) -> dict:
                 if d is None:
                     continue
                 head = d.split(".")[0]
-                if head in imported:
-                    ext.add(d)
-                elif d in model.functions:
+                if d in model.functions:
                     local.add(d)
+                elif external(head):
+                    ext.add(d)
         return sorted(ext), sorted(local)
 
     functions = {}
@@ -41,12 +59,15 @@ def summarize(tree: ast.Module, model: FileModel) -> dict:
         graph_calls.update(calls_in(g.node)[0])
     classes = {}
     for name, cls in model.classes.items():
-        bases = [d for d in (dotted(b) for b in cls.bases) if d and d.split(".")[0] in imported]
+        bases = [d for d in (dotted(b) for b in cls.bases) if d and external(d.split(".")[0])]
         construct = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "construct"), None)
         ext, local = calls_in(construct) if construct is not None else ([], [])
         classes[name] = {"cell": name in model.cell_classes, "bases": bases, "ext": ext, "local": local}
-    return {"imports": {a: model.aliases[a] for a in sorted(imported)}, "functions": functions,
-            "classes": classes, "graph_calls": sorted(graph_calls)}
+    return {"imports": {a: model.aliases[a] for a in sorted(imported)}, "stars": stars, "all": exports,
+            "functions": functions, "classes": classes, "graph_calls": sorted(graph_calls)}
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _module_names(path: Path, roots: list[Path]) -> list[str]:
@@ -60,6 +81,14 @@ def _module_names(path: Path, roots: list[Path]) -> list[str]:
     return [n for n in names if n]
 
 
+def _split(target: str) -> tuple[str, str]:
+    """'.models.Net' -> ('.models', 'Net'); '..Net' -> ('..', 'Net'); 'pkg.Net' -> ('pkg', 'Net')."""
+    bare = target.lstrip(".")
+    dots = target[:len(target) - len(bare)]
+    module, _, attr = bare.rpartition(".")
+    return dots + module, attr
+
+
 def link(summaries: dict[str, dict]) -> dict[str, External]:
     paths = {p: Path(p).resolve() for p in summaries}
     modmap: dict[str, str] = {}
@@ -68,49 +97,77 @@ def link(summaries: dict[str, dict]) -> dict[str, External]:
         for name in _module_names(r, []):
             modmap.setdefault(name, p)
 
-    def resolve(path: str, alias_target: str, rest: str) -> tuple[str, str] | None:
-        """(file, top-level name) that `alias_target` + `.rest` refers to, if it is a linted file."""
-        target = alias_target + (("." + rest) if rest else "")
-        if target.startswith("."):
-            level = len(target) - len(target.lstrip("."))
+    def module_file(path: str, module: str) -> str | None:
+        """The linted file `module` (absolute, or relative to `path`) names, if any."""
+        if module.startswith("."):
+            level = len(module) - len(module.lstrip("."))
             base = paths[path].parent
             for _ in range(level - 1):
                 base = base.parent
-            bits = target.lstrip(".").split(".")
-            for i in range(len(bits), 0, -1):
-                stem = base.joinpath(*bits[:i])
-                for cand in (stem.with_suffix(".py"), stem / "__init__.py"):
-                    if cand in by_resolved and i == len(bits) - 1:
-                        return by_resolved[cand], bits[-1]
+            stem = base.joinpath(*module.lstrip(".").split(".")) if module.lstrip(".") else base
+            for cand in (stem.with_suffix(".py"), stem / "__init__.py"):
+                if cand in by_resolved:
+                    return by_resolved[cand]
             return None
-        bits = target.split(".")
-        for i in range(len(bits) - 1, 0, -1):
-            mod = ".".join(bits[:i])
-            if mod in modmap and i == len(bits) - 1:
-                return modmap[mod], bits[-1]
+        return modmap.get(module)
+
+    def defining(path: str, name: str) -> tuple[str, str] | None:
+        """(file, name) where the top-level `name` of `path` is defined, following re-exports
+        (`from .models import Net`, `from .models import *` within `__all__`) through any
+        number of files; None for names from unlinted modules and for import cycles."""
+        seen = set()
+        todo = [(path, name)]
+        while todo:
+            p, n = todo.pop()
+            if (p, n) in seen:
+                continue
+            seen.add((p, n))
+            s = summaries[p]
+            if n in s["functions"] or n in s["classes"]:
+                return p, n
+            target = s["imports"].get(n)
+            if target is not None:
+                module, attr = _split(target)
+                q = module_file(p, module) if module else None
+                if q is not None:
+                    todo.append((q, attr))
+                continue
+            for star in reversed(s.get("stars", [])):
+                q = module_file(p, star)
+                exported = summaries[q].get("all") if q is not None else None
+                if q is not None and (n in exported if exported is not None else not n.startswith("_")):
+                    todo.append((q, n))
         return None
 
     def resolve_name(path: str, dotted_name: str) -> tuple[str, str] | None:
+        """(file, top-level name) a name or dotted reference in `path` finally refers to."""
         head, _, rest = dotted_name.partition(".")
         target = summaries[path]["imports"].get(head)
-        return resolve(path, target, rest) if target else None
+        if target is None:
+            return None if rest else defining(path, head)
+        if not rest:
+            return defining(path, head)
+        # `module.attr`, `pkg.module.attr`, `pkg.attr` (re-exported by pkg/__init__.py)
+        module, attr = _split(target + "." + rest)
+        q = module_file(path, module)
+        return defining(q, attr) if q is not None else None
 
     # Cell classes through imported bases, to a fixpoint
     cells = {(p, c) for p, s in summaries.items() for c, info in s["classes"].items() if info["cell"]}
-    cell_bases: dict[str, set[str]] = {p: set() for p in summaries}
     changed = True
     while changed:
         changed = False
         for p, s in summaries.items():
             for c, info in s["classes"].items():
-                if (p, c) in cells:
-                    continue
-                for b in info["bases"]:
-                    if resolve_name(p, b) in cells:
-                        cells.add((p, c))
-                        cell_bases[p].add(b)
-                        changed = True
-                        break
+                if (p, c) not in cells and any(resolve_name(p, b) in cells for b in info["bases"]):
+                    cells.add((p, c))
+                    changed = True
+    # local names of imported Cells: as bases, and for instances (`net = Net()`)
+    cell_names: dict[str, set[str]] = {p: set() for p in summaries}
+    for p, s in summaries.items():
+        for name in list(s["imports"]) + [b for info in s["classes"].values() for b in info["bases"]]:
+            if resolve_name(p, name) in cells:
+                cell_names[p].add(name)
     # functions called from compiled code in other files, transitively
     graph: dict[tuple[str, str], str] = {}
     work: list[tuple[str, list[str], str]] = []
@@ -118,26 +175,22 @@ def link(summaries: dict[str, dict]) -> dict[str, External]:
         work.append((p, s["graph_calls"], Path(p).name))
         for c, info in s["classes"].items():
             if (p, c) in cells and not info["cell"]:  # a Cell only through another file
-                work.append((p, info["ext"], f"{Path(p).name}:{c}.construct"))
-                work.append((p, [f for f in info["local"]], f"{Path(p).name}:{c}.construct"))
+                work.append((p, info["ext"] + info["local"], f"{Path(p).name}:{c}.construct"))
     while work:
         p, names, why = work.pop()
         for name in names:
-            target = resolve_name(p, name) if "." in name or name in summaries[p]["imports"] else (p, name)
+            target = resolve_name(p, name)
             if target is None or target in graph:
                 continue
             q, fname = target
             fn = summaries[q]["functions"].get(fname)
             if fn is None:
                 continue
-            if q != p or name in summaries[p]["imports"]:
-                graph[target] = why
-            elif target not in graph:
-                graph[target] = why
+            graph[target] = why
             work.append((q, fn["ext"] + fn["local"], why))
     out = {}
     for p in summaries:
         funcs = tuple(sorted((f, why) for (q, f), why in graph.items() if q == p))
-        if funcs or cell_bases[p]:
-            out[p] = External(frozenset(cell_bases[p]), funcs)
+        if funcs or cell_names[p]:
+            out[p] = External(frozenset(cell_names[p]), funcs)
     return out

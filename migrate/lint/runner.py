@@ -61,7 +61,7 @@ def rules_fingerprint() -> str:
 
 
 def _summarize_one(path) -> dict | None:
-    """Cross-file summary of one file (None if it cannot contain compiled code or does not parse)."""
+    """Cross-file summary of one file (None if it does not parse)."""
     import ast
 
     from msmigrate.lint.analysis import FileModel
@@ -69,8 +69,6 @@ def _summarize_one(path) -> dict | None:
 
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
-        if not might_compile(text):
-            return None
         tree = ast.parse(text)
         return summarize(tree, FileModel(tree))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
@@ -213,7 +211,8 @@ def _link(files, data, cache, pool) -> dict:
     if not importers:
         return {}
     for i, raw in data.items():
-        if not any(m.encode() in raw for m in ("construct", "jit", "mindspore")):
+        # files that may hold compiled code, and importers: a package `__init__.py` re-exporting a Cell
+        if i not in importers and not any(m.encode() in raw for m in ("construct", "jit", "mindspore")):
             continue
         stem = files[i].stem if files[i].stem != "__init__" else files[i].parent.name
         if i not in importers and not any(stem.encode() in data[j] for j in importers):
