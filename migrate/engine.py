@@ -59,9 +59,17 @@ class ConversionResult:
 
 
 def convert_source(source: str, path: str = "<string>", *, force: bool = False,
-                   table: ApiTable | None = None) -> ConversionResult:
+                   table: ApiTable | None = None,
+                   project: Mapping[str, str] | None = None) -> ConversionResult:
     """Convert one file's text. Files that never mention torch come back untouched (unless
-    `force`). Raises InputError for code that does not parse."""
+    `force`). Raises InputError for code that does not parse.
+
+    `project`: names this file uses that are defined in other files of the same project (or
+    are its own functions), as the file spells them (`Net`, `helpers.make_optimizer`) -> the
+    torch API whose object calling them creates (`torch.nn.Module` for a class deriving from
+    it, `torch.optim.SGD` for a factory returning one). See msmigrate.project."""
+    project = dict(project or {})
+    force = force or bool(project)   # a file using torch objects made elsewhere needs no torch import
     if not force and not _SOURCE_HINT.search(source):
         return ConversionResult(path, source, source)
     try:
@@ -79,7 +87,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     if not force and not names.imports_source():
         return ConversionResult(path, source, source)   # mentions torch, imports none of it
     ctx = FileContext(path, source, module, ImportPlan(names.imports, names.taken), Reporter(path),
-                      positions, names)
+                      positions, names, project)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -99,6 +107,7 @@ class FileContext:
     reporter: "Reporter"
     positions: Mapping          # original node -> CodeRange (nodes a pass rebuilt have none)
     names: SourceNames
+    project: dict = field(default_factory=dict)   # name -> torch API its call creates (see convert_source)
 
     def known_scope(self, node) -> dict | None:
         """Precomputed bindings of a def/class that still has its original position."""
@@ -444,6 +453,10 @@ class Rewriter(cst.CSTTransformer):
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
         self.local_classes: dict[str, ApiRecord] = {}
+        for name, qualname in ctx.project.items():   # classes and factories from other files
+            rec = table.lookup(qualname)
+            if rec is not None:
+                self.local_classes[name] = rec
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
         self.functions: list[str] = []  # names of the enclosing function definitions

@@ -133,8 +133,9 @@ class _Prescan(cst.CSTVisitor):
     so everything else keeps its identity and its original position), and which names hold
     optimizers and grad scalers."""
 
-    def __init__(self, scopes: ScopeStack) -> None:
+    def __init__(self, scopes: ScopeStack, project: dict[str, str]) -> None:
         self.scopes = scopes
+        self.project = project   # factories and classes defined in other files -> torch API
         self.stack: list[int] = []
         self.path: set[int] = set()
         self.scalers: set[str] = set()
@@ -148,7 +149,7 @@ class _Prescan(cst.CSTVisitor):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
             self.path.update(self.stack)
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
-            q = self.scopes.resolve(node.value.func) or ""
+            q = self.project.get(dotted(node.value.func) or "") or self.scopes.resolve(node.value.func) or ""
             for t in node.targets:
                 name = dotted(t.target)
                 if name is None:
@@ -182,7 +183,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
-        scan = _Prescan(ScopeStack(dict(ctx.names.imports)))
+        scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project)
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.data_parallel = scan.data_parallel
