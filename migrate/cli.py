@@ -25,16 +25,21 @@ def cli() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write converted files under DIR, mirroring the input tree.")
 @click.option("-w", "--write", is_flag=True, help="Rewrite the input files in place (atomically).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change.")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report of every conversion and diagnostic.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report of every conversion and diagnostic, and the summary.")
 @click.option("--no-lint", is_flag=True, help="Do not lint the converted code for static-graph problems.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary.")
-def convert(paths, output, write, check, report_path, no_lint, quiet):
-    """Convert PyTorch scripts to MindSpore.
+@click.option("--copy-other", is_flag=True, help="With -o: also copy the files that are not converted (data, configs).")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (default 0: all CPUs).")
+@click.option("--max-size", "max_mb", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
+              help="Files using torch larger than this many MB are reported, not converted.")
+def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other, jobs, max_mb):
+    """Convert PyTorch scripts, notebooks and whole projects to MindSpore.
 
-    PATHS are files or directories (searched recursively for .py files). By default the
-    result is printed as a unified diff and nothing is written. Places that could not be
-    converted faithfully are marked in the code with `# msmigrate: CODE message` and listed
-    on stderr.
+    PATHS are files or directories (searched recursively for .py and .ipynb files). By default
+    the result is printed as a unified diff and nothing is written. Names a file imports from
+    other converted files (models, factories returning optimizers or losses) convert as they
+    would in one file. Places that could not be converted faithfully are marked in the code with
+    `# msmigrate: CODE message` and listed on stderr, followed by a summary.
 
     Exit status: 0 ok, 1 with --check when something would change, 2 on any error
     (other files are still processed).
@@ -42,85 +47,16 @@ def convert(paths, output, write, check, report_path, no_lint, quiet):
     The converted code is also linted (`msmigrate lint` rules); those findings name the
     converted file and its lines and are listed after the conversion's own diagnostics.
     """
-    from msmigrate.diagnostics import InputError
-    from msmigrate.engine import convert_source
-    from msmigrate.files import iter_python_files, read_source, write_atomic
+    from msmigrate.convert_run import Options, UsageError, run
 
-    if write and output:
-        raise click.UsageError("--write and --output exclude each other")
-    missing = [p for p in paths if not p.exists()]
-    for p in missing:
-        click.echo(f"{p}:1:1: error: no such file or directory", err=True)
-    files = iter_python_files([p for p in paths if p.exists()])
-    if output is not None:
-        out_real = output.resolve()
-        for p in paths:
-            if p.is_dir() and p.resolve() == out_real:
-                raise click.UsageError(f"--output {output} is the input directory: choose another")
-
-    errors = len(missing)
-    changed = attention = lint_findings = 0
-    report = {"version": __version__, "files": []}
-    for path, root in files:
-        try:
-            text = read_source(path)
-            bom = text.startswith("\ufeff")
-            result = convert_source(text[1:] if bom else text, str(path))
-        except InputError as exc:
-            click.echo(f"{exc.diagnostic.path}:{exc.diagnostic.line}:{exc.diagnostic.col}: error: "
-                       f"{exc.diagnostic.message}", err=True)
-            report["files"].append({"path": str(path), "error": exc.diagnostic.to_dict()})
-            errors += 1
-            continue
-        code = ("\ufeff" + result.code) if bom else result.code
-        report["files"].append(result.to_dict())
-        attention += len(result.diagnostics)
-        if not quiet:
-            for d in result.diagnostics:
-                click.echo(d.to_text(), err=True)
-        if result.changed and not no_lint:
-            from msmigrate.lint import lint_source
-
-            shown = output / path.relative_to(root) if output is not None else path
-            findings = lint_source(result.code, str(shown))
-            lint_findings += len(findings)
-            report["files"][-1]["lint"] = [f.to_dict() for f in findings]
-            if not quiet:
-                for f in findings:
-                    click.echo(f"{f.to_text()} (in the converted code)", err=True)
-        if result.changed:
-            changed += 1
-        if check:
-            continue
-        if write:
-            if result.changed:
-                write_atomic(path, code)
-        elif output is not None:
-            dest = output / path.relative_to(root)
-            if dest.resolve() == path.resolve():
-                click.echo(f"{path}:1:1: error: output would overwrite the input; use --write", err=True)
-                errors += 1
-                continue
-            write_atomic(dest, code)
-        elif result.changed:
-            label = path.as_posix().lstrip("/")
-            sys.stdout.writelines(difflib.unified_diff(
-                text.splitlines(keepends=True), code.splitlines(keepends=True),
-                f"a/{label}", f"b/{label}"))
-    if report_path is not None:
-        from msmigrate.files import write_atomic as _w
-
-        _w(report_path, json.dumps(report, indent=2) + "\n")
-    verb = "would be converted" if check else "converted"
-    click.echo(f"{changed} file{'s' if changed != 1 else ''} {verb}, {attention} place"
-               f"{'s' if attention != 1 else ''} need{'s' if attention == 1 else ''} attention"
-               + (f", {lint_findings} lint finding{'s' if lint_findings != 1 else ''} in the converted code"
-                  if lint_findings else "")
-               + (f", {errors} error{'s' if errors != 1 else ''}" if errors else ""), err=True)
-    if errors:
-        sys.exit(EXIT_ERROR)
-    if check and changed:
-        sys.exit(EXIT_FINDINGS)
+    opts = Options(output=output, write=write, check=check, report=report_path, lint=not no_lint,
+                   quiet=quiet, copy_other=copy_other, jobs=jobs, max_mb=max_mb)
+    try:
+        code = run(list(paths), opts)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    if code:
+        sys.exit(code)
 
 
 @cli.command()

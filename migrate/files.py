@@ -15,22 +15,39 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".my
 def read_source(path: Path) -> str:
     """The file's text. Raises InputError with the position of the problem for unreadable,
     binary or non-UTF-8 files (PEP 263 cookies other than utf-8 are honoured)."""
+    return read_text(path)[0]
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """(text, encoding) of a source file, the encoding to write it back with; InputError as
+    read_source."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc} ({_read_hint(exc)})") from None
     if b"\x00" in data:
-        raise InputError(str(path), "binary file (contains NUL bytes), not Python source")
+        raise InputError(str(path), "binary file (contains NUL bytes), not Python source "
+                                    "(rename it if it is not Python, or restore its text)")
     encoding = _declared_encoding(data) or "utf-8"
     try:
-        return data.decode(encoding)
+        return data.decode(encoding), encoding
     except (UnicodeDecodeError, LookupError) as exc:
         if isinstance(exc, LookupError):
-            raise InputError(str(path), f"unknown encoding {encoding!r} declared") from None
+            raise InputError(str(path), f"unknown encoding {encoding!r} declared "
+                                        f"(declare a known encoding or save the file as UTF-8)") from None
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise InputError(str(path), f"not valid {encoding}: byte 0x{data[exc.start]:02x} "
                                     f"(save the file as UTF-8 or declare its encoding)", line, col) from None
+
+
+def _read_hint(exc: OSError) -> str:
+    import errno
+
+    return {errno.EACCES: "check the file's permissions", errno.EPERM: "check the file's permissions",
+            errno.ELOOP: "a symbolic link loop: fix or remove the link",
+            errno.ENOENT: "a broken symbolic link: fix or remove it",
+            errno.EISDIR: "a directory named like a source file: rename it"}.get(exc.errno, "check the file")
 
 
 def _declared_encoding(data: bytes) -> str | None:
@@ -66,20 +83,33 @@ def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 def iter_python_files(paths: list[Path]) -> list[tuple[Path, Path]]:
     """(file, root) pairs: every .py file under the given paths; root is the directory the
     file's relative output path is computed from. Symlink loops are not followed."""
-    out: list[tuple[Path, Path]] = []
+    return [(f, root) for f, root, _ in walk_tree(paths, (".py",))]
+
+
+def walk_tree(paths: list[Path], suffixes: tuple[str, ...] = (".py",), exclude: tuple[Path, ...] = (),
+              others: bool = False) -> list[tuple[Path, Path, bool]]:
+    """(file, root, is_source) triples in a stable order: every file under the given paths whose
+    name ends with one of `suffixes` (and, with `others`, every other file too, is_source False).
+    Files passed directly are always sources. SKIP_DIRS, hidden directories and the `exclude`
+    directories (an output directory inside the input tree) are not entered; directory
+    symlinks are not followed, so symlink loops end the walk."""
+    excluded = {os.path.realpath(e) for e in exclude}
+    out: list[tuple[Path, Path, bool]] = []
     for p in paths:
-        if p.is_dir():
-            seen = set()
-            for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
-                real = os.path.realpath(dirpath)
-                if real in seen:
-                    dirnames[:] = []
-                    continue
-                seen.add(real)
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-                for name in sorted(filenames):
-                    if name.endswith(".py"):
-                        out.append((Path(dirpath) / name, p))
-        else:
-            out.append((p, p.parent))
+        if not p.is_dir():
+            out.append((p, p.parent, True))
+            continue
+        seen = set()
+        for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
+            real = os.path.realpath(dirpath)
+            if real in seen or real in excluded:
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                                 and os.path.realpath(os.path.join(dirpath, d)) not in excluded)
+            for name in sorted(filenames):
+                is_source = name.endswith(suffixes)
+                if is_source or (others and not name.endswith(".msmigrate.tmp")):
+                    out.append((Path(dirpath) / name, p, is_source))
     return out
