@@ -168,9 +168,9 @@ def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exi
     import os
 
     from msmigrate.lint.config import find_pyproject, load_config
-    from msmigrate.lint.linter import all_rules, lint_source
+    from msmigrate.lint.linter import all_rules
     from msmigrate.lint.output import render, statistics as stats_text
-    from msmigrate.lint.runner import apply_fixes, lint_paths
+    from msmigrate.lint.runner import fix_until_stable, lint_paths
 
     pyproject = config_path or find_pyproject(paths[0] if paths[0].exists() else Path.cwd())
     try:
@@ -200,15 +200,19 @@ def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exi
             original = read_source(Path(res.path))
             bom = original.startswith("\ufeff")
             text = original[1:] if bom else original
-            new, applied = apply_fixes(text, res.diagnostics, unsafe_fixes)
-            fixed_count += len(applied)
+            done = fix_until_stable(text, res.diagnostics, res.path, config, res.external, unsafe_fixes)
+            fixed_count += done.fixed
+            if done.unstable or done.broken:
+                what = (f"kept reapplying after {done.rounds} rounds: {', '.join(done.unstable)}" if done.unstable
+                        else f"produced invalid syntax (not applied): {', '.join(done.broken)}")
+                click.echo(f"warning: {res.path}: fixes {what}; this is a bug in those rules", err=True)
             if diff:
                 sys.stdout.writelines(difflib.unified_diff(
-                    text.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{res.path}", f"b/{res.path}"))
-                diags.extend(d for d in res.diagnostics if d not in applied)
+                    text.splitlines(keepends=True), done.text.splitlines(keepends=True),
+                    f"a/{res.path}", f"b/{res.path}"))
             else:
-                write_atomic(Path(res.path), ("\ufeff" if bom else "") + new)
-                diags.extend(lint_source(new, res.path, config))
+                write_atomic(Path(res.path), ("\ufeff" if bom else "") + done.text)
+            diags.extend(done.diagnostics)
             continue
         diags.extend(res.diagnostics)
     diags.sort()

@@ -341,3 +341,70 @@ def test_cross_file_re_exports(tmp_path):
     # `hidden` is not in models.__all__, so the star import does not export it; without __all__ it does
     (tmp_path / "mypkg/models.py").write_text(files["mypkg/models.py"].replace('__all__ = ["Net"]\n', ""))
     assert findings() == sorted(["mypkg/models.py:11:5: MSG104", *expected])
+
+
+NESTED_ELSE = textwrap.dedent("""\
+    import mindspore as ms
+
+
+    @ms.jit
+    def f(x):
+        for i in range(2):
+            x = x + i
+        else:
+            for j in range(2):
+                x = x + j
+            else:
+                x = x * 2
+        return x
+    """)
+
+
+def test_fix_loop_applies_fixes_exposed_by_other_fixes(tmp_path):
+    """The outer loop-else fix covers the inner one, so one round can apply only the outer;
+    the re-lint finds the (dedented) inner loop-else and the next round fixes it."""
+    from msmigrate.lint.runner import apply_fixes
+
+    once, applied = apply_fixes(NESTED_ELSE, lint_source(NESTED_ELSE, "n.py"), unsafe=False)
+    assert len(applied) == 1 and [d.code for d in lint_source(once, "n.py")] == ["MSG111"]
+    (tmp_path / "n.py").write_text(NESTED_ELSE)
+    r = run(["--no-cache", "--diff", "n.py"], tmp_path)
+    assert "+    x = x * 2\n" in r.stdout and "-        else:\n" in r.stdout and "Would fix 2 findings" in r.output
+    assert (tmp_path / "n.py").read_text() == NESTED_ELSE
+    r = run(["--no-cache", "--fix", "n.py"], tmp_path)
+    fixed = (tmp_path / "n.py").read_text()
+    assert r.exit_code == 0 and "Fixed 2 findings" in r.output and "else" not in fixed
+    assert fixed.splitlines()[-4:] == ["    for j in range(2):", "        x = x + j", "    x = x * 2", "    return x"]
+    compile(fixed, "n.py", "exec")
+
+
+def _fake_rule(monkeypatch, make_fix):
+    """Replace the linter with one reporting a single MSG999 finding whose fix is `make_fix(text)`."""
+    import msmigrate.lint.runner as runner
+    from msmigrate.diagnostics import Diagnostic
+
+    def fake_lint(text, path="<string>", config=None, external=None):
+        compile(text, path, "exec")  # raises SyntaxError as the real linter does
+        return [Diagnostic(path, 1, 1, "MSG999", "fake", fixable=True, fix=(make_fix(text),), fix_safe=True)]
+    monkeypatch.setattr(runner, "lint_source", fake_lint)
+    return runner
+
+
+def test_fix_loop_bound_names_the_rule_that_keeps_reapplying(monkeypatch, tmp_path):
+    runner = _fake_rule(monkeypatch, lambda text: (0, 0, "x = 1\n"))  # inserts a line, forever
+    out = runner.fix_until_stable("pass\n", runner.lint_source("pass\n"), "f.py", LintConfig())
+    assert out.rounds == runner.MAX_FIX_ROUNDS == 10 and out.unstable == ("MSG999",)
+    assert out.text.count("x = 1\n") == 10 and out.fixed == 10
+    (tmp_path / "f.py").write_text("import mindspore\n")
+    r = run(["--no-cache", "--fix", "f.py"], tmp_path)
+    assert "warning: f.py: fixes kept reapplying after 10 rounds: MSG999" in r.output
+    # a fix that changes nothing would reapply forever too: stopped at once
+    runner = _fake_rule(monkeypatch, lambda text: (0, 4, text[:4]))
+    out = runner.fix_until_stable("pass\n", runner.lint_source("pass\n"), "f.py", LintConfig())
+    assert out.rounds == 0 and out.unstable == ("MSG999",) and out.text == "pass\n"
+
+
+def test_fix_loop_rejects_a_fix_that_breaks_syntax(monkeypatch):
+    runner = _fake_rule(monkeypatch, lambda text: (0, 0, "def (:\n"))
+    out = runner.fix_until_stable("pass\n", runner.lint_source("pass\n"), "f.py", LintConfig())
+    assert out.text == "pass\n" and out.broken == ("MSG999",) and out.fixed == 0

@@ -32,6 +32,7 @@ class FileResult:
     skipped: bool = False              # no compiled code possible (prefilter)
     cached: bool = False
     lines: int = 0
+    external: object = None            # cross-file facts it was linted with (for re-linting after fixes)
 
 
 def iter_files(paths: list[Path]) -> list[Path]:
@@ -165,6 +166,7 @@ def lint_paths(paths: list[Path], config: LintConfig, jobs: int = 1, cache_root:
             hit = cache.get(k)
             if hit is not None:
                 hit.path = str(files[i])
+                hit.external = ext
                 results[i] = hit
             else:
                 keys[i] = k
@@ -178,6 +180,7 @@ def lint_paths(paths: list[Path], config: LintConfig, jobs: int = 1, cache_root:
             else:
                 done = [_lint_one(w) for w in work]
             for i, res in zip(todo, done):
+                res.external = externals.get(str(files[i]))
                 results[i] = res
                 if res.error is None or "syntax error" in res.error:
                     cache.put(keys[i], res)
@@ -253,3 +256,45 @@ def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple
     for start, end, new in edits:
         text = text[:start] + new + text[end:]
     return text, chosen
+
+
+MAX_FIX_ROUNDS = 10
+
+
+@dataclass
+class FixOutcome:
+    text: str
+    fixed: int = 0                     # fixes applied over all rounds
+    rounds: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # findings left in `text`
+    unstable: tuple[str, ...] = ()     # codes whose fixes did not converge (a rule bug)
+    broken: tuple[str, ...] = ()       # codes whose fixes produced invalid syntax (a rule bug; not applied)
+
+
+def fix_until_stable(text: str, diagnostics: list[Diagnostic], path: str, config: LintConfig, external=None,
+                     unsafe: bool = False, max_rounds: int = MAX_FIX_ROUNDS) -> FixOutcome:
+    """Apply fixes and re-lint until no applicable fix remains: overlapping fixes cannot all
+    apply in one round, and one fix can expose another. A fix still offered after `max_rounds`
+    rounds, or one that changes nothing, keeps reapplying: its codes end up in `unstable`."""
+    out = FixOutcome(text, diagnostics=list(diagnostics))
+
+    def pending(diags):
+        return [d for d in diags if d.fixable and (d.fix_safe or unsafe)]
+
+    while pending(out.diagnostics):
+        if out.rounds == max_rounds:
+            out.unstable = tuple(sorted({d.code for d in pending(out.diagnostics)}))
+            break
+        new, applied = apply_fixes(out.text, out.diagnostics, unsafe)
+        if new == out.text:
+            out.unstable = tuple(sorted({d.code for d in applied}))
+            break
+        try:
+            diags = lint_source(new, path, config, external)
+        except SyntaxError:
+            out.broken = tuple(sorted({d.code for d in applied}))
+            break
+        out.rounds += 1
+        out.fixed += len(applied)
+        out.text, out.diagnostics = new, diags
+    return out
