@@ -106,9 +106,9 @@ def convert_job(job: Job) -> dict:
         else:
             _convert_python(job, text, out)
     except InputError as exc:
-        d = exc.diagnostic
-        message = d.message + (_syntax_hint(out["text"] or "") if d.code == "MSC001" else "")
-        out["error"] = {**d.to_dict(), "message": message}
+        out["error"] = exc.diagnostic.to_dict()
+        if exc.diagnostic.code == "MSC001" and job.kind == "py":
+            out["error"].update(_syntax_error(out["text"] or "", exc.diagnostic))
         out["code"] = None
     except RecursionError:
         out["error"] = _error(job.path, "nesting too deep to convert (simplify the expression, or "
@@ -123,10 +123,25 @@ def _error(path, message: str, line: int = 1, col: int = 1, code: str = "MSC002"
     return InputError(str(path), message, line, col, code).diagnostic.to_dict()
 
 
-def _syntax_hint(text: str) -> str:
+def _syntax_error(text: str, d) -> dict:
+    """Python's own message and position (clearer than the parser's token list), and what to do."""
+    import ast
+    import warnings
+
+    message, line, col = d.message, d.line, d.col
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text.lstrip("\ufeff"))
+    except SyntaxError as exc:
+        message, line, col = f"syntax error: {exc.msg}", exc.lineno or line, exc.offset or col
+    except (ValueError, MemoryError, RecursionError):
+        pass
     if _PY2.search(text):
-        return " (this looks like Python 2: port it to Python 3 first, e.g. with 2to3, then convert it)"
-    return " (fix the syntax error; the file was left as it was)"
+        todo = "this looks like Python 2: port it to Python 3 first, e.g. with 2to3, then convert it"
+    else:
+        todo = "fix the syntax error; the file was left as it was"
+    return {"message": f"{message} ({todo})", "line": line, "col": col}
 
 
 def _convert_python(job: Job, text: str, out: dict) -> None:
