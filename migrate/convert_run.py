@@ -177,9 +177,12 @@ def _convert_notebook(job: Job, text: str, out: dict) -> None:
     try:
         result = convert_source(prog.code, str(job.path), project=job.project)
     except InputError as exc:
-        d = exc.diagnostic
-        cell, line = prog.locate(d.line)
-        raise InputError(str(job.path), f"cell {cell}, line {line}: {d.message}", d.line, d.col, d.code) from None
+        error = exc.diagnostic.to_dict()
+        if exc.diagnostic.code == "MSC001":
+            error.update(_syntax_error(prog.code, exc.diagnostic))
+        error["cell"], error["line"] = prog.locate(error["line"])
+        out["error"] = error
+        return
     diags = []
     for d in result.diagnostics:
         located, cell = notebook.cell_diagnostic(prog, d)
@@ -502,7 +505,7 @@ class Summary:
                 "conversions": dict(sorted(self.statuses.items())),
                 "diagnostics": dict(sorted(self.codes.items())),
                 "lint": dict(sorted(self.lint_codes.items())),
-                "errors": [{k: e[k] for k in ("path", "line", "col", "message")} for e in errors],
+                "errors": [{k: e[k] for k in ("path", "cell", "line", "col", "message") if k in e} for e in errors],
                 "by_hand": self.top_by_hand(len(self.by_hand))}
 
     def lines(self, opts: Options, n_errors: int) -> list[str]:
