@@ -60,12 +60,16 @@ class VaryingInputShape(Rule):
     a name augmented in the loop (`n += 1`), or a name assigned from those.
     Not flagged: when the file calls `<net>.set_inputs(...)` (or `self.set_inputs` in the
     Cell's class), the jit has a `dynamic=` argument, or the file mentions
-    `MS_AUTO_DYNAMIC_SHAPE_ENABLE`; fixed-width windows `x[i:i + k]`.
+    `MS_AUTO_DYNAMIC_SHAPE_ENABLE`; fixed-width windows `x[i:i + k]` (even when the last
+    window is shorter). Like MSG501-503, a Cell instance is assumed to run compiled
+    (GRAPH_MODE); Cells imported from other linted files count, but a `self.set_inputs` in
+    such a Cell's own class is not seen.
     Not detected: the smaller last batch of a dataset batched without `drop_remainder=True`
-    (one extra compile, observed; whether it happens depends on the dataset size),
-    variable-length data read from files or padded to each batch's longest sequence, shapes
-    that vary across calls of the surrounding function, nets held in attributes or passed as
-    arguments, and calls in other files.
+    (one extra compile, observed; whether it happens depends on the dataset size, so flagging
+    every `.batch(n)` would mostly be false alarms), variable-length data read from files or
+    padded to each batch's longest sequence, shapes that vary across calls of the surrounding
+    function, nets held in attributes or passed as arguments, and slices made in another
+    function.
 
     ## Why is this bad?
     Graphs are compiled for static input shapes: every new shape compiles again (4 compiles
