@@ -264,7 +264,7 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
         jobs.append(Job(f, root, kind, shown, lint=opts.lint, max_bytes=max_bytes))
     n_workers = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
     with _Pool(n_workers, len(jobs)) as pool:
-        _attach_project_facts(jobs, pool)
+        _attach_project_facts(jobs, pool, {p for p in paths if p.is_file()})
         progress = Progress(len(jobs), err.isatty() if opts.progress is None else opts.progress, err)
         for p in missing:
             _echo(err, _error_text(errors[missing.index(p)]), progress)
@@ -398,12 +398,24 @@ def _copy_other(src: Path, dest: Path, errors: list, err) -> None:
 # project facts
 # ---------------------------------------------------------------------------------------
 
-def _attach_project_facts(jobs: list[Job], pool: "_Pool") -> None:
+def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> None:
+    """Summarise every file, resolve the project facts per root, give each job its names.
+    A file passed directly is seen with the other .py files of its directory (read, never
+    converted): `convert train.py` knows the model in `models.py` beside it."""
     from msmigrate.project import Project, module_name
 
-    summaries = pool.map(summarize_job, jobs)
+    neighbours = []
+    converted = {j.path for j in jobs}
+    for d in sorted({j.root for j in jobs if j.path in direct}):
+        try:
+            names = sorted(n for n in os.listdir(d) if n.endswith(".py"))
+        except OSError:
+            continue
+        neighbours += [Job(d / n, d, "py", "", max_bytes=jobs[0].max_bytes) for n in names
+                       if d / n not in converted and (d / n).is_file()]
+    summaries = pool.map(summarize_job, jobs + neighbours)
     by_root: dict[Path, list[tuple[Job, object]]] = {}
-    for job, s in zip(jobs, summaries):
+    for job, s in zip(jobs + neighbours, summaries):
         by_root.setdefault(job.root, []).append((job, s))
     for root, items in by_root.items():
         modules, notebooks = {}, []
@@ -419,7 +431,7 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool") -> None:
             continue
         project = Project(modules)
         for job, s in items:
-            if s is None:
+            if s is None or job.path not in converted:
                 continue
             name = module_name(job.path, root)[0]
             if job.kind == "ipynb":

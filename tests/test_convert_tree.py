@@ -233,3 +233,24 @@ def test_summary_and_report(big_tree, tmp_path):
     assert "summary: 13 files (11 converted, 1 unchanged, 1 failed)" in text
     assert re.search(r"^ +6  torch\.frobnicate +first at .*extra_0\.py:11:16$", text, re.M)
     assert "diagnostics: MSC104 6, MSC105 6" in text
+
+
+def test_single_file_sees_its_neighbours_and_needs_no_torch_import(tmp_path):
+    """`convert run.py`: factories in factory.py beside it (read, not converted) make the
+    training loop of a file that never imports torch convert."""
+    (tmp_path / "factory.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\ndef make(n):\n    return nn.Linear(n, 2)\n\n\n"
+        "def make_opt(m):\n    return torch.optim.Adam(m.parameters())\n\n\n"
+        "def make_loss():\n    return nn.CrossEntropyLoss()\n")
+    run_py = tmp_path / "run.py"
+    run_py.write_text("from factory import make, make_opt, make_loss\n\n\ndef fit(batches):\n"
+                      "    net = make(4)\n    upd = make_opt(net)\n    crit = make_loss()\n"
+                      "    for x, y in batches:\n        upd.zero_grad()\n        loss = crit(net(x), y)\n"
+                      "        loss.backward()\n        upd.step()\n    return net\n")
+    result = convert(run_py, "-o", tmp_path / "out", "-j", "1")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run.py"]
+    code = (tmp_path / "out" / "run.py").read_text()
+    assert "net.set_train(True)" in code
+    assert "grad_fn = ms.value_and_grad(forward_fn, None, upd.parameters)" in code
+    assert "loss = crit(net(x), y.astype(ms.int32))" in code and ".backward()" not in code
