@@ -81,8 +81,10 @@ def program(nb: dict) -> Program:
         body = text.split("\n")
         if body and body[-1] == "":
             body.pop()
-        for ln in body:
-            if _MAGIC_LINE.match(ln) and not _is_python(ln):
+        opened = _open_at_line_starts(body + [""])
+        for k, ln in enumerate(body):
+            # an IPython line neither starts nor ends inside brackets or a string
+            if not opened[k] and not opened[k + 1] and _MAGIC_LINE.match(ln) and not _is_python(ln):
                 indent = ln[:len(ln) - len(ln.lstrip())]
                 lines.append(f"{indent}{MAGIC_MARK}({len(magics)})")
                 magics.append(ln)
@@ -90,6 +92,40 @@ def program(nb: dict) -> Program:
                 lines.append(ln)
         lengths.append(len(body))
     return Program("\n".join(lines) + "\n", cells, starts, lengths, magics)
+
+
+def _open_at_line_starts(lines: list[str]) -> list[bool]:
+    """For each line: does it start inside brackets or a triple-quoted string? (`% x` continuing
+    a format expression, a docstring line ending in `?` are Python, not IPython.)"""
+    out = []
+    depth, quote = 0, ""
+    for ln in lines:
+        out.append(depth > 0 or bool(quote))
+        i = 0
+        while i < len(ln):
+            c = ln[i]
+            if quote:
+                if c == "\\":
+                    i += 2
+                    continue
+                if ln.startswith(quote, i):
+                    i += len(quote)
+                    quote = ""
+                    continue
+            elif c == "#":
+                break
+            elif c in "\"'":
+                quote = ln[i:i + 3] if ln[i:i + 3] in ('"""', "'''") else c
+                i += len(quote)
+                continue
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth = max(0, depth - 1)
+            i += 1
+        if quote in ("'", '"'):
+            quote = ""   # an unterminated one-line string ends with its line
+    return out
 
 
 def _is_python(line: str) -> bool:

@@ -129,3 +129,13 @@ def test_not_json_and_other_kernels(tmp_path):
     assert result.exit_code == 2
     assert re.search(r"broken\.ipynb:1:\d+: error: not a valid notebook: .*\(repair the JSON", result.stderr)
     assert (tmp_path / "out" / "r.ipynb").read_bytes() == (tmp_path / "r.ipynb").read_bytes()
+
+
+def test_python_lines_that_look_like_ipython(tmp_path):
+    source = ['import torch.nn as nn\n', 'msg = ("%d layers"\n', '       % 2)\n', 'def f():\n',
+              '    """Which layer?\n', '    %s\n', '    """\n', '    return nn.ReLU()\n', 'help?']
+    src = tmp_path / "nb.ipynb"
+    src.write_text(json.dumps(notebook(code_cell(source))))
+    assert convert(src, "-w").exit_code == 0
+    out = json.loads(src.read_text())["cells"][0]["source"]
+    assert out == ['from mindspore import nn\n', *source[1:7], '    return nn.ReLU()\n', 'help?']
