@@ -90,13 +90,15 @@ def summarize_job(job: Job):
 
 
 def convert_job(job: Job) -> dict:
-    """Convert one file. Returns a dict: path, kind, text, encoding, code (None if failed),
-    result (ConversionResult.to_dict()), lint, cells (notebooks: diagnostic -> cell), error."""
+    """Convert one file. Returns a dict: path, kind, text, encoding, lines (of code), code (None
+    if failed), result (ConversionResult.to_dict(); notebooks: diagnostics carry their cell),
+    lint, error."""
     out = {"path": str(job.path), "kind": job.kind, "text": None, "encoding": "utf-8", "code": None,
-           "result": None, "lint": [], "cells": [], "error": None}
+           "result": None, "lint": [], "error": None, "lines": 0}
     try:
         text, encoding = read_text(job.path)
         out["text"], out["encoding"] = text, encoding
+        out["lines"] = _count_lines(text)
         if job.max_bytes and len(text) > job.max_bytes and "torch" in text:
             raise InputError(str(job.path), f"file too large to convert ({len(text) / 1e6:.1f} MB > "
                                             f"{job.max_bytes / 1e6:g} MB; raise the limit with --max-size, "
@@ -117,6 +119,10 @@ def convert_job(job: Job) -> dict:
         out["error"] = _error(job.path, f"internal error: {type(exc).__name__}: {exc} "
                                         f"(please report it; the file was left as it was)")
     return out
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def _error(path, message: str, line: int = 1, col: int = 1, code: str = "MSC002") -> dict:
@@ -174,6 +180,7 @@ def _convert_notebook(job: Job, text: str, out: dict) -> None:
         out["result"] = {"path": str(job.path), "changed": False, "conversions": [], "diagnostics": []}
         return
     prog = notebook.program(nb)
+    out["lines"] = sum(prog.lengths)   # the code, not the JSON around it
     try:
         result = convert_source(prog.code, str(job.path), project=job.project)
     except InputError as exc:
@@ -316,8 +323,7 @@ def _diag_text(d: dict) -> str:
 def _handle(job: Job, res: dict, opts: Options, summary: "Summary", report: dict, errors: list,
             input_set: set, out, err, progress: Progress) -> None:
     path = job.path
-    if res["text"] is not None:
-        summary.lines_in += res["text"].count("\n") + (0 if res["text"].endswith("\n") or not res["text"] else 1)
+    summary.lines_in += res["lines"]
     if res["error"] is not None:
         errors.append(res["error"])
         summary.failed += 1
