@@ -214,8 +214,9 @@ def _link(files, data, cache, pool) -> dict:
     if not importers:
         return {}
     for i, raw in data.items():
-        # files that may hold compiled code, and importers: a package `__init__.py` re-exporting a Cell
-        if i not in importers and not any(m.encode() in raw for m in ("construct", "jit", "mindspore")):
+        # files that may hold compiled code, and package `__init__.py` files that import (re-export)
+        if not any(m.encode() in raw for m in ("construct", "jit", "mindspore")) and \
+                not (i in importers and files[i].name == "__init__.py"):
             continue
         stem = files[i].stem if files[i].stem != "__init__" else files[i].parent.name
         if i not in importers and not any(stem.encode() in data[j] for j in importers):
