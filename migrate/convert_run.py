@@ -458,6 +458,12 @@ class _Pool:
             import multiprocessing
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+            if method == "fork":   # workers inherit the parsed tables instead of each loading them
+                from msmigrate.engine import structural_passes
+                from msmigrate.mapping import load_table
+
+                load_table()
+                structural_passes()
             self.pool = multiprocessing.get_context(method).Pool(self.workers)
         return self
 
