@@ -285,9 +285,14 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
     for f, root in others:
         _copy_other(f, opts.output / f.relative_to(root), errors, err)
     summary.failed += len(missing)
-    report["summary"] = summary.to_dict(errors)
     if opts.report is not None:
-        write_atomic(opts.report, json.dumps(report, indent=2) + "\n")
+        try:
+            report["summary"] = summary.to_dict(errors)
+            write_atomic(opts.report, json.dumps(report, indent=2) + "\n")
+        except OSError as exc:
+            e = _error(opts.report, f"cannot write the report: {exc.strerror or exc} (choose another --report path)")
+            errors.append(e)
+            err.write(_error_text(e) + "\n")
     for line in summary.lines(opts, len(errors)):
         err.write(line + "\n")
     err.flush()
