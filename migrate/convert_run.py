@@ -82,7 +82,7 @@ def summarize_job(job: Job):
     if job.kind == "ipynb":
         try:
             return summarize(notebook.program(notebook.load(text, str(job.path))).code)
-        except (InputError, Exception):   # any notebook problem is reported by the conversion
+        except Exception:   # a broken notebook: the conversion reports it
             return None
     if "import" not in text:
         return None

@@ -142,10 +142,10 @@ class Project:
                 return None
             base = package[:len(package) - (level - 1)]
             name = ".".join([*base, *([module] if module else [])])
-            return name if name in self.modules or self._is_namespace(name) else None
+            return name if name in self.modules or self._is_namespace(name) or name == "" else None
         # an absolute import: from the tree's root, else from the importer's package and its
         # parents (a script importing a sibling, a `src/` layout run from inside `src`)
-        for k in range(0, len(package) + 1):
+        for k in range(len(package) + 1):
             name = ".".join([*package[:k], module])
             if name in self.modules or self._is_namespace(name):
                 return name
@@ -153,7 +153,7 @@ class Project:
 
     def _is_namespace(self, name: str) -> bool:
         prefix = name + "."
-        return any(m.startswith(prefix) for m in self.modules)
+        return bool(name) and any(m.startswith(prefix) for m in self.modules)
 
     def _binding(self, module: str, name: str, depth: int = 0):
         """What `name` means at the top level of `module`: ("torch", qualname), ("module", m),
@@ -196,7 +196,7 @@ class Project:
         if kind == "torch":
             return ("torch", f"{what}.{attr}")
         if kind == "module":
-            sub = f"{what}.{attr}"
+            sub = f"{what}.{attr}" if what else attr   # "" is the tree's root package
             if sub in self.modules or self._is_namespace(sub):
                 return ("module", sub)
             return self._binding(what, attr, depth)
@@ -308,7 +308,7 @@ class Project:
         elif kind == "module":
             for name, fact in self.exports(what).items():
                 out[f"{prefix}.{name}"] = fact
-            sub_prefix = what + "."
+            sub_prefix = what + "." if what else ""
             for sub in self.modules:
-                if sub.startswith(sub_prefix) and "." not in sub[len(sub_prefix):]:
+                if sub and sub.startswith(sub_prefix) and "." not in sub[len(sub_prefix):]:
                     self._collect(f"{prefix}.{sub[len(sub_prefix):]}", ("module", sub), out, depth + 1)

@@ -254,3 +254,12 @@ def test_single_file_sees_its_neighbours_and_needs_no_torch_import(tmp_path):
     assert "net.set_train(True)" in code
     assert "grad_fn = ms.value_and_grad(forward_fn, None, upd.parameters)" in code
     assert "loss = crit(net(x), y.astype(ms.int32))" in code and ".backward()" not in code
+
+
+def test_the_tree_root_as_a_package():
+    files = {"__init__": "#pkg\nfrom .models import Net\n",
+             "models": "import torch.nn as nn\nclass Net(nn.Module): pass\n",
+             "train": "from . import models\nfrom . import Net as N\n"}
+    summaries = {n: summarize(t, n == "__init__") for n, t in files.items()}
+    project = Project({("" if n == "__init__" else n): s for n, s in summaries.items()})
+    assert project.names_for("train") == {"models.Net": "torch.nn.Module", "N": "torch.nn.Module"}
