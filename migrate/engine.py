@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.helpers import parse_template_expression, parse_template_statement
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (ScopeStack, SourceNames, analyze_source, dotted, is_source,
                              module_imports, taken_names)
+from msmigrate.sourcemap import Focus, Positions, SourceMap
 
 MARKER = "# msmigrate:"
 REMOVED_NAME = "__msmigrate_removed__"
@@ -77,21 +77,25 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     except cst.ParserSyntaxError as exc:
         raise InputError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1,
                          "MSC001") from None
-    # Positions are taken from the original tree once; later passes reuse unchanged subtrees,
-    # so their nodes still find their original line and column.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     try:
         names = analyze_source(source)
     except SyntaxError:  # libcst accepts a few things ast does not: derive the facts from the CST
         names = SourceNames(module_imports(module), taken_names(module), {})
     if not force and not names.imports_source():
         return ConversionResult(path, source, source)   # mentions torch, imports none of it
-    ctx = FileContext(path, source, module, ImportPlan(names.imports, names.taken), Reporter(path),
+    # Positions of original nodes, computed when a diagnostic or conversion needs one; later
+    # passes reuse unchanged subtrees, so their nodes still find their original line and column.
+    source_map = SourceMap(module, names.tree)
+    positions = Positions(module, source, source_map)
+    plan = ImportPlan(names.imports, names.taken)
+    plan.may_import = Focus(source, source_map, ("import",), ()).wants
+    ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
-    rewriter = Rewriter(ctx, table or load_table())
+    table = table or load_table()
+    rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
     return ConversionResult(path, source, new_module.code, sorted(ctx.reporter.diagnostics),
                             ctx.reporter.conversions)
@@ -113,6 +117,23 @@ class FileContext:
         """Precomputed bindings of a def/class that still has its original position."""
         pos = self.positions.get(node)
         return self.names.scopes.get((pos.start.line, pos.start.column)) if pos is not None else None
+
+
+def _focus(ctx: FileContext, source_map: SourceMap, table: ApiTable) -> Focus:
+    """The identifiers that make a statement worth visiting: names bound to torch imports in
+    any scope, method names of the tables, the file's classes and the names the project maps,
+    then the names assigned from calls in those statements (objects with call-site rules)."""
+    names = ctx.names
+    words = {b for b, q in names.imports.items() if is_source(q)}
+    words |= {b for scope in names.scopes.values() for b, q in scope.items() if is_source(q)}
+    words |= names.classes
+    words |= {part for key in ctx.project for part in key.split(".")}
+    focus = Focus(ctx.source, source_map, words, table.by_method)
+    assigned = {n for first, last, targets in names.call_assignments
+                if focus.hits_between(first, last) for n in targets}
+    if assigned - words:
+        focus = Focus(ctx.source, source_map, words | assigned, table.by_method)
+    return focus
 
 
 def structural_passes() -> list:
@@ -207,6 +228,9 @@ class Site:
     def expr(self, template: str, **nodes) -> cst.BaseExpression:
         nodes = {k: (self.ref(v[1:]) if isinstance(v, str) and v.startswith("@") else v)
                  for k, v in nodes.items()}
+        for key in _PRIMARY_SLOT.findall(template):   # `{x}.attr`, `{x}[i]`, `{x}(...)`
+            if key in nodes:
+                nodes[key] = _primary(nodes[key])
         return parse_template_expression(template, self.rw.config, **nodes)
 
     def stmt(self, template: str, **nodes) -> cst.BaseStatement:
@@ -256,6 +280,18 @@ class Site:
         """The record of the API that created the object `expr` names, if known."""
         name = dotted(expr)
         return self.rw.instances.get(name) if name else None
+
+
+_PRIMARY_SLOT = re.compile(r"\{(\w+)\}[.\[(]")
+_PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.List, cst.Dict)
+
+
+def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node` parenthesised where it is followed by `.attr`, `[i]` or `(...)` in a template:
+    `a + b` -> `(a + b).astype(...)`, `1` -> `(1).astype(...)` (`1.astype` does not parse)."""
+    if not isinstance(node, cst.BaseExpression) or isinstance(node, _PRIMARIES) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def literal_value(node: cst.BaseExpression):
@@ -434,8 +470,10 @@ class _Frame:
 
 
 class Rewriter(cst.CSTTransformer):
-    def __init__(self, ctx: FileContext, table: ApiTable) -> None:
+    def __init__(self, ctx: FileContext, table: ApiTable, focus: Focus | None = None) -> None:
         super().__init__()
+        self.focus = focus            # statements outside it are neither visited nor rebuilt
+        self.untouched: set[int] = set()
         self.ctx = ctx
         self.path = ctx.path
         self.table = table
@@ -462,11 +500,9 @@ class Rewriter(cst.CSTTransformer):
         self.functions: list[str] = []  # names of the enclosing function definitions
 
     # ---- positions and diagnostics -------------------------------------------------
-    def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
-        found = self.positions.get(node)
-        if found is None:
-            return self.pos_stack[-1] if self.pos_stack else (1, 1)
-        return found.start.line, found.start.column + 1
+    def _pos(self, node: cst.CSTNode) -> "_LazyPos":
+        return _LazyPos(self, node, self.frames[-1].node if self.frames else None,
+                        self.pos_stack[-1] if self.pos_stack else None)
 
     def flag(self, status_or_code: str, message: str) -> None:
         line, col = self.pos_stack[-1] if self.pos_stack else (1, 1)
@@ -491,13 +527,18 @@ class Rewriter(cst.CSTTransformer):
     # ---- statements: frames for diagnostics and inserted statements ----------------
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BaseStatement):
+            if self.focus is not None and not self.focus.wants(node):
+                self.untouched.add(id(node))
+                return False
             self.frames.append(_Frame(node))
         return super().on_visit(node)
 
     def on_leave(self, original, updated):
-        result = super().on_leave(original, updated)
         if not isinstance(original, cst.BaseStatement):
-            return result
+            return super().on_leave(original, updated)
+        if id(original) in self.untouched:
+            return original
+        result = super().on_leave(original, updated)
         if self.frames[-1].removed and isinstance(result, cst.CSTNode):
             result = self._removed_as_value(result)
         frame = self.frames.pop()
@@ -857,6 +898,41 @@ class Rewriter(cst.CSTTransformer):
             if rec.on_instantiate:
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
+
+
+class _LazyPos:
+    """(line, col) of a node, computed on first use (most calls are never reported); a node
+    with no position (rebuilt by a pass) takes the enclosing one's, as PositionProvider's
+    absence did."""
+    __slots__ = ("rw", "node", "near", "outer", "value")
+
+    def __init__(self, rw: Rewriter, node, near, outer) -> None:
+        self.rw, self.node, self.near, self.outer, self.value = rw, node, near, outer, None
+
+    def get(self) -> tuple[int, int]:
+        if self.value is None:
+            found = self.rw.positions.get(self.node, near=self.near)
+            if found is not None:
+                self.value = (found.start.line, found.start.column + 1)
+            else:
+                self.value = tuple(self.outer) if self.outer is not None else (1, 1)
+            self.rw = self.node = self.near = self.outer = None
+        return self.value
+
+    def __iter__(self):
+        return iter(self.get())
+
+    def __getitem__(self, i):
+        return self.get()[i]
+
+    def __eq__(self, other) -> bool:
+        return self.get() == (other.get() if isinstance(other, _LazyPos) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.get())
+
+    def __repr__(self) -> str:
+        return repr(self.get())
 
 
 def _method_call(site: Site) -> cst.BaseExpression:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 import tomllib
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -39,6 +40,8 @@ class ImportPlan:
         self.taken = taken        # names the file uses for its own things
         self.needed: dict[str, str] = {}  # bound name -> import statement code
         self.generated: set[int] = set()  # ids of reference nodes made by structural passes
+        # statement -> False when it certainly holds no import statement (its subtree is skipped)
+        self.may_import: Callable[[cst.CSTNode], bool] = lambda stmt: True
 
     def _usable(self, bound: str, module: str) -> bool:
         if self.existing.get(bound) == module:
@@ -76,7 +79,7 @@ class ImportPlan:
     def apply(self, module: cst.Module) -> cst.Module:
         used = _used_names(module)
         needed = {b: c for b, c in self.needed.items() if b in used}
-        remover = _RemoveUnusedSourceImports(used)
+        remover = _RemoveUnusedSourceImports(used, self.may_import)
         module = module.visit(remover)
         new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
                      for code in sorted(set(needed.values()), key=_import_order)]
@@ -147,8 +150,9 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
     """Drops torch-family import aliases nobody uses any more; remembers where the first
     top-level one stood so new imports take its place (and its leading comments)."""
 
-    def __init__(self, used: set[str]) -> None:
+    def __init__(self, used: set[str], may_import: Callable[[cst.CSTNode], bool]) -> None:
         self.used = used
+        self.may_import = may_import
         self.depth = 0
         self.first_top_level_index: int | None = None
         self.first_top_level_leading = None
@@ -157,8 +161,11 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
         self._top = {id(s): i for i, s in enumerate(node.body)}
 
     def on_visit(self, node) -> bool:
-        # imports are statements: expressions need no visit
-        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+        # imports are statements: expressions need no visit, nor statements without imports
+        if isinstance(node, cst.BaseExpression) or (
+                isinstance(node, cst.BaseStatement) and not self.may_import(node)):
+            return False
+        return super().on_visit(node)
 
     def visit_IndentedBlock(self, node) -> None:
         self.depth += 1

@@ -239,6 +239,10 @@ class SourceNames:
     imports: dict[str, str]                               # top-level import bindings
     taken: set[str]                                       # names bound other than by torch imports
     scopes: dict[tuple[int, int], dict[str, str | None]]  # (line, col) of a def/class -> its bindings
+    tree: _ast.Module | None = None                       # the parsed module (None: ast rejected it)
+    classes: set[str] = field(default_factory=set)        # names of the classes the file defines
+    # (first line, last line, target names) of assignments whose value is a call
+    call_assignments: list[tuple[int, int, list[str]]] = field(default_factory=list)
 
     def imports_source(self) -> bool:
         """Does the file import torch (or torchvision...) anywhere?"""
@@ -312,9 +316,15 @@ def analyze_source(source: str) -> SourceNames:
                 stack.extend(n.body)
     taken: set[str] = set()
     scopes: dict[tuple[int, int], dict[str, str | None]] = {}
+    classes: set[str] = set()
+    call_assignments = []
     for node in _ast.walk(tree):
         if isinstance(node, _ast.Name) and isinstance(node.ctx, _ast.Store):
             taken.add(node.id)
+        elif isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call):
+            targets = [t.id if isinstance(t, _ast.Name) else t.attr for t in node.targets
+                       if isinstance(t, (_ast.Name, _ast.Attribute))]
+            call_assignments.append((node.lineno, node.end_lineno, targets))
         elif isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
             taken.add(node.name)
             params = _ast_params(node.args)
@@ -322,6 +332,7 @@ def analyze_source(source: str) -> SourceNames:
             scopes[(node.lineno, node.col_offset)] = {**{p: None for p in params}, **_scope_bindings(node.body)}
         elif isinstance(node, _ast.ClassDef):
             taken.add(node.name)
+            classes.add(node.name)
             scopes[(node.lineno, node.col_offset)] = _scope_bindings(node.body)
         elif isinstance(node, _ast.Lambda):
             taken.update(_ast_params(node.args))
@@ -329,4 +340,4 @@ def analyze_source(source: str) -> SourceNames:
             taken.update(b for b, q in _ast_import_bindings(node) if not is_source(q))
         elif isinstance(node, _ast.ExceptHandler) and node.name:
             taken.add(node.name)
-    return SourceNames(imports, taken, scopes)
+    return SourceNames(imports, taken, scopes, tree, classes, call_assignments)

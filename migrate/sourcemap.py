@@ -1,0 +1,296 @@
+"""Links the libcst statements of a file to the stdlib `ast` statements of the same text.
+
+Two things the converter needs fast, without libcst's PositionProvider (a second, slower code
+generation of the whole module, ~2x the cost of parsing it):
+
+- `Positions`: the line and column of a node, computed when asked. A statement's position comes
+  from its `ast` twin; an expression's from generating, with position tracking, only the one
+  statement (or compound-statement header) around it, started at that statement's known line
+  and indentation. The numbers are libcst's own (same codegen), so diagnostics do not change.
+  Anything this cannot place (a Match statement, a node rebuilt by a pass) falls back to the
+  full PositionProvider once per file.
+- `Focus`: which statements can contain something the converter rewrites (a name bound to a
+  torch import, a method name of the mapping tables, a class defined in the file...), judged on
+  the source lines the statement spans. The rewriter skips the other statements: untouched
+  subtrees are neither visited nor rebuilt.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections.abc import Iterable
+
+import libcst as cst
+from libcst._position import CodePosition, CodeRange
+from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+_NEWLINE = re.compile(r"\r\n?|\n")   # libcst's line breaks
+
+# libcst compound statement -> its stdlib ast twins
+_COMPOUND = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.Try: (ast.Try,),
+    cst.Match: (ast.Match,),
+}
+if hasattr(cst, "TryStar") and hasattr(ast, "TryStar"):
+    _COMPOUND[cst.TryStar] = (ast.TryStar,)
+
+_SMALL = {
+    cst.Expr: ast.Expr, cst.Assign: ast.Assign, cst.AnnAssign: ast.AnnAssign,
+    cst.AugAssign: ast.AugAssign, cst.Return: ast.Return, cst.Raise: ast.Raise, cst.Pass: ast.Pass,
+    cst.Break: ast.Break, cst.Continue: ast.Continue, cst.Import: ast.Import,
+    cst.ImportFrom: ast.ImportFrom, cst.Global: ast.Global, cst.Nonlocal: ast.Nonlocal,
+    cst.Del: ast.Delete, cst.Assert: ast.Assert,
+}
+
+_STUB = cst.SimpleStatementSuite([cst.Pass()])
+
+
+class _Mismatch(Exception):
+    """The two trees do not line up (should not happen; the caller falls back)."""
+
+
+def _suite(body) -> Iterable:
+    return body.body  # IndentedBlock and SimpleStatementSuite both hold `.body`
+
+
+class SourceMap:
+    """original libcst statement (and except handler) -> its ast node, built on first use."""
+
+    def __init__(self, module: cst.Module, tree: ast.Module | None) -> None:
+        self.module = module
+        self.tree = tree
+        self._nodes: dict[cst.CSTNode, ast.AST] | None = None if tree is not None else {}
+        self.elifs: set[cst.CSTNode] = set()
+        self.ok = tree is not None
+
+    @property
+    def nodes(self) -> dict:
+        if self._nodes is None:
+            self._nodes = {}
+            try:
+                self._pair(self.module.body, self.tree.body)
+            except (_Mismatch, IndexError, AttributeError):
+                self._nodes, self.ok = {}, False
+        return self._nodes
+
+    def _pair(self, cst_body, ast_body: list) -> None:
+        out = self._nodes
+        i = 0
+        for s in cst_body:
+            if isinstance(s, cst.SimpleStatementLine):
+                out[s] = ast_body[i]
+                for small in s.body:
+                    self._small(small, ast_body[i])
+                    i += 1
+            elif isinstance(s, cst.BaseSmallStatement):   # inside a SimpleStatementSuite
+                self._small(s, ast_body[i])
+                i += 1
+            else:
+                a = ast_body[i]
+                i += 1
+                if not isinstance(a, _COMPOUND.get(type(s), ())):
+                    raise _Mismatch(type(s).__name__)
+                out[s] = a
+                self._compound(s, a)
+        if i != len(ast_body):
+            raise _Mismatch("statement count")
+
+    def _small(self, s, a) -> None:
+        expected = _SMALL.get(type(s))
+        if expected is not None and not isinstance(a, expected):
+            raise _Mismatch(type(s).__name__)
+        self._nodes[s] = a
+
+    def _compound(self, s, a) -> None:
+        if isinstance(s, cst.Match):
+            for case, acase in zip(s.cases, a.cases, strict=True):
+                self._pair(_suite(case.body), acase.body)
+            return
+        self._pair(_suite(s.body), a.body)
+        if isinstance(s, (cst.Try, getattr(cst, "TryStar", cst.Try))):
+            for h, ah in zip(s.handlers, a.handlers, strict=True):
+                self._nodes[h] = ah
+                self._pair(_suite(h.body), ah.body)
+            if s.finalbody is not None:
+                self._pair(_suite(s.finalbody.body), a.finalbody)
+        orelse = getattr(s, "orelse", None)
+        if isinstance(orelse, cst.If):        # elif: the ast nests it in orelse
+            if len(a.orelse) != 1 or not isinstance(a.orelse[0], ast.If):
+                raise _Mismatch("elif")
+            self._nodes[orelse] = a.orelse[0]
+            self.elifs.add(orelse)
+            self._compound(orelse, a.orelse[0])
+        elif orelse is not None:
+            self._pair(_suite(orelse.body), a.orelse)
+
+    def first_line(self, s) -> int:
+        """First source line of an original statement (its decorators included)."""
+        a = self.nodes[s]
+        decorators = getattr(a, "decorator_list", None)
+        return decorators[0].lineno if decorators else a.lineno
+
+
+class Positions:
+    """`get(node, near=statement)` -> CodeRange, like PositionProvider's mapping: computed for
+    the statement `near` (the one being converted) when first asked."""
+
+    def __init__(self, module: cst.Module, source: str, smap: SourceMap) -> None:
+        self.module = module
+        self.smap = smap
+        self._lines: list[str] | None = None
+        self._source = source
+        self._computed: dict = {}      # filled by libcst's codegen state (provider protocol)
+        self._done: set[int] = set()   # ids of statements whose nodes were placed
+        self._full = False
+        self.fallbacks = 0             # times the whole-module PositionProvider ran (0 or 1)
+
+    def __contains__(self, node) -> bool:
+        return self.get(node) is not None
+
+    def __getitem__(self, node):
+        found = self.get(node)
+        if found is None:
+            raise KeyError(node)
+        return found
+
+    def get(self, node, default=None, near=None):
+        found = self._computed.get(node)
+        if found is not None:
+            return found
+        if self._full:
+            return default
+        if not self.smap.ok:
+            self._whole_module()
+            return self._computed.get(node, default)
+        a = self.smap.nodes.get(node)
+        if a is not None and isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
+            found = self._statement(node, a)
+            if found is not None:
+                return found
+        for stmt in (near, node):
+            if stmt is not None and id(stmt) not in self._done and stmt in self.smap.nodes:
+                self._done.add(id(stmt))
+                self._place(stmt)
+                found = self._computed.get(node)
+                if found is not None:
+                    return found
+        self._whole_module()
+        return self._computed.get(node, default)
+
+    # ---------------------------------------------------------------------------------
+    def _line(self, n: int) -> str:
+        if self._lines is None:
+            self._lines = _NEWLINE.split(self._source)
+        return self._lines[n - 1]
+
+    def _char_col(self, line: int, byte_col: int) -> int:
+        text = self._line(line)
+        return byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def _statement(self, node, a) -> CodeRange | None:
+        last = self.smap.nodes.get(node.body[-1], a) if isinstance(node, cst.SimpleStatementLine) else a
+        if getattr(last, "end_lineno", None) is None:
+            return None
+        found = CodeRange(CodePosition(a.lineno, self._char_col(a.lineno, a.col_offset)),
+                          CodePosition(last.end_lineno, self._char_col(last.end_lineno, last.end_col_offset)))
+        self._computed[node] = found
+        return found
+
+    def _place(self, stmt) -> None:
+        """Generate the code of `stmt` (bodies of compound statements left out) with position
+        tracking, starting at its known line and indentation."""
+        nodes = self.smap.nodes
+        if isinstance(stmt, (cst.Try, getattr(cst, "TryStar", cst.Try))):
+            for h in stmt.handlers:
+                self._generate(h, h.with_changes(body=_STUB), nodes[h].lineno - len(h.leading_lines), nodes[h])
+            return
+        if isinstance(stmt, cst.Match) or not isinstance(stmt, cst.BaseStatement):
+            return   # small statements are placed with their line
+        stub = stmt
+        if isinstance(stmt, cst.BaseCompoundStatement):
+            changes = {}
+            if isinstance(stmt.body, cst.IndentedBlock):
+                changes["body"] = _STUB
+            if getattr(stmt, "orelse", None) is not None:
+                changes["orelse"] = None
+            stub = stmt.with_changes(**changes) if changes else stmt
+        # leading comment and blank lines are one line each
+        first = self.smap.first_line(stmt) - len(stmt.leading_lines)
+        if getattr(stmt, "decorators", None):
+            first -= len(stmt.decorators[0].leading_lines)
+        self._generate(stmt, stub, first, nodes[stmt])
+
+    def _generate(self, original, stub, first_line: int, a) -> None:
+        indent = self._line(a.lineno)[:a.col_offset]   # indentation: ASCII, bytes == chars
+        if indent.strip():
+            return
+        sink = _Sink()
+        state = PositionProvidingCodegenState(default_indent=self.module.default_indent,
+                                              default_newline=self.module.default_newline,
+                                              provider=sink, line=first_line, column=0)
+        state.indent_tokens = [indent] if indent else []
+        if original in self.smap.elifs:
+            stub._codegen(state, is_elif=True)
+        else:
+            stub._codegen(state)
+        got = sink._computed.get(stub) if stub is original else sink._computed.pop(stub, None)
+        if got is not None and (got.start.line, got.start.column) == (a.lineno, len(indent)):
+            self._computed.update(sink._computed)   # otherwise the fallback places them
+
+    def _whole_module(self) -> None:
+        self._full = True
+        self.fallbacks += 1
+        computed = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self._computed = dict(computed)
+
+
+class _Sink:
+    """Receives the positions one generation records (libcst's provider protocol)."""
+
+    def __init__(self) -> None:
+        self._computed: dict = {}
+
+
+class Focus:
+    """Which original statements can hold a reference the converter rewrites, judged by the
+    identifiers on the source lines they span."""
+
+    def __init__(self, source: str, smap: SourceMap, names: Iterable[str], methods: Iterable[str]) -> None:
+        self.smap = smap
+        names = sorted({n for n in names if n.isidentifier()}, key=len, reverse=True)
+        methods = sorted({m for m in methods if m.isidentifier()}, key=len, reverse=True)
+        parts = []
+        if names:
+            parts.append(r"\b(?:%s)\b" % "|".join(names))
+        if methods:
+            parts.append(r"\.\s*(?:%s)\b" % "|".join(methods))
+        self.hits: list[int] = []
+        if parts:
+            pattern = re.compile("|".join(parts))
+            starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+            line = 0
+            for m in pattern.finditer(source):
+                line = bisect.bisect_right(starts, m.start(), lo=line)   # 1-based line of the hit
+                if not self.hits or self.hits[-1] != line:
+                    self.hits.append(line)
+
+    def hits_between(self, first: int, last: int) -> bool:
+        i = bisect.bisect_left(self.hits, first)
+        return i < len(self.hits) and self.hits[i] <= last
+
+    def wants(self, stmt) -> bool:
+        """False only for an original statement whose lines hold none of the identifiers."""
+        if not self.smap.ok:
+            return True
+        a = self.smap.nodes.get(stmt)
+        if a is None or getattr(a, "end_lineno", None) is None:
+            return True
+        return self.hits_between(self.smap.first_line(stmt), a.end_lineno)
