@@ -190,3 +190,35 @@ def test_rule_fixes_apply_cleanly(rule):
         remaining = [d for d in lint_source(new, "fixed.py", ALL) if d.code == rule.code]
         assert len(remaining) == len(diags) - len(applied), new
     assert fixed_any, f"{rule.code} declares fixes but none applies to its INVALID examples"
+
+
+MSG504_LOOP = """
+import mindspore as ms
+
+{decorator}
+def f(x):
+    return x * 2
+
+def drive(x, lengths):
+{setup}    for i, n in enumerate(lengths):
+        {body}
+"""
+
+
+@pytest.mark.parametrize("decorator, setup, body, flagged", [
+    ("@ms.jit", "", "f(x[:n])", True),
+    ("@ms.jit", "", "f(x[:, n:])", True),
+    ("@ms.jit", "", "y = x[:, :n + 1]\n        f(y)", True),
+    ("@ms.jit", "", "f(x=x[:n])", True),
+    ("@ms.jit", "", "f(x[i:i + 4])", False),         # fixed width
+    ("@ms.jit", "", "f(x[n])", False),               # an index, not a slice
+    ("@ms.jit", "", "f(x[:4])", False),              # constant bound
+    ("@ms.jit", "    m = len(lengths)\n", "f(x[:m])", False),  # bound fixed before the loop
+    ("@ms.jit(dynamic=1)", "", "f(x[:n])", False),
+    ("@ms.jit", "    os.environ['MS_AUTO_DYNAMIC_SHAPE_ENABLE'] = '1'\n", "f(x[:n])", False),
+    ("", "", "f(x[:n])", False),                     # not compiled
+])
+def test_msg504_scope(decorator, setup, body, flagged):
+    code = MSG504_LOOP.format(decorator=decorator, setup=setup, body=body)
+    found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG504"]
+    assert bool(found) == flagged, code
