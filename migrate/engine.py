@@ -60,14 +60,17 @@ class ConversionResult:
 
 def convert_source(source: str, path: str = "<string>", *, force: bool = False,
                    table: ApiTable | None = None,
-                   project: Mapping[str, str] | None = None) -> ConversionResult:
+                   project: Mapping[str, str] | None = None,
+                   project_classes: Mapping[str, str] | None = None) -> ConversionResult:
     """Convert one file's text. Files that never mention torch come back untouched (unless
     `force`). Raises InputError for code that does not parse.
 
     `project`: names this file uses that are defined in other files of the same project (or
     are its own functions), as the file spells them (`Net`, `helpers.make_optimizer`) -> the
     torch API whose object calling them creates (`torch.nn.Module` for a class deriving from
-    it, `torch.optim.SGD` for a factory returning one). See msmigrate.project."""
+    it, `torch.optim.SGD` for a factory returning one). `project_classes`: the source of the
+    classes among them (name -> `class ...:` code), for transforms that read a class body.
+    See msmigrate.project."""
     project = dict(project or {})
     force = force or bool(project)   # a file using torch objects made elsewhere needs no torch import
     if not force and not _SOURCE_HINT.search(source):
@@ -90,7 +93,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan = ImportPlan(names.imports, names.taken)
     plan.may_import = Focus(source, source_map, ("import",), ()).wants
     ctx = FileContext(path, source, module, plan, Reporter(path),
-                      positions, names, project)
+                      positions, names, project, dict(project_classes or {}))
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -112,6 +115,7 @@ class FileContext:
     positions: Mapping          # original node -> CodeRange (nodes a pass rebuilt have none)
     names: SourceNames
     project: dict = field(default_factory=dict)   # name -> torch API its call creates (see convert_source)
+    project_classes: dict = field(default_factory=dict)   # name -> source of a class in another file
 
     def known_scope(self, node) -> dict | None:
         """Precomputed bindings of a def/class that still has its original position."""
@@ -498,6 +502,17 @@ class Rewriter(cst.CSTTransformer):
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
         self.functions: list[str] = []  # names of the enclosing function definitions
+
+    def project_class(self, name: str) -> cst.ClassDef | None:
+        """The definition of a class this file imports from another project file, if known."""
+        code = self.ctx.project_classes.get(name)
+        if code is None:
+            return None
+        try:
+            stmt = cst.parse_statement(code)
+        except cst.ParserSyntaxError:
+            return None
+        return stmt if isinstance(stmt, cst.ClassDef) else None
 
     # ---- positions and diagnostics -------------------------------------------------
     def _pos(self, node: cst.CSTNode) -> "_LazyPos":

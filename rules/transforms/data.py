@@ -154,7 +154,7 @@ def _source_kind(site, src: cst.BaseExpression):
         return "pipeline", 2
     cls_name = dotted(value.func)
     if cls_name in site.rw.local_classes:
-        cls = _find_class(site.rw.module, cls_name)
+        cls = _find_class(site.rw.module, cls_name) or site.rw.project_class(cls_name)
         if cls is not None:
             return "map", _getitem_columns(cls)
     return "map", None
