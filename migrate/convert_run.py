@@ -60,6 +60,7 @@ class Job:
     kind: str                       # "py" | "ipynb"
     shown: str                      # the name lint findings on the converted code use
     project: dict = field(default_factory=dict)
+    classes: dict = field(default_factory=dict)   # name -> (file, first line, last line) of its class
     lint: bool = True
     max_bytes: int = 0
 
@@ -154,11 +155,25 @@ def _convert_python(job: Job, text: str, out: dict) -> None:
     from msmigrate.engine import convert_source
 
     bom = text.startswith("\ufeff")
-    result = convert_source(text[1:] if bom else text, str(job.path), project=job.project)
+    result = convert_source(text[1:] if bom else text, str(job.path), project=job.project,
+                            project_classes=_class_sources(job))
     out["code"] = ("\ufeff" + result.code) if bom else result.code
     out["result"] = result.to_dict()
     if result.changed and job.lint:
         out["lint"] = _lint(result.code, job.shown)
+
+
+def _class_sources(job: Job) -> dict[str, str]:
+    """The code of the project classes the file imports, read from their files."""
+    out, files = {}, {}
+    for name, (path, first, last) in job.classes.items():
+        try:
+            if path not in files:
+                files[path] = read_text(Path(path))[0].lstrip("\ufeff").splitlines(keepends=True)
+        except InputError:
+            continue
+        out[name] = "".join(files[path][first - 1:last])
+    return out
 
 
 def _lint(code: str, shown: str) -> list[dict]:
@@ -182,7 +197,8 @@ def _convert_notebook(job: Job, text: str, out: dict) -> None:
     prog = notebook.program(nb)
     out["lines"] = sum(prog.lengths)   # the code, not the JSON around it
     try:
-        result = convert_source(prog.code, str(job.path), project=job.project)
+        result = convert_source(prog.code, str(job.path), project=job.project,
+                                project_classes=_class_sources(job))
     except InputError as exc:
         error = exc.diagnostic.to_dict()
         if exc.diagnostic.code == "MSC001":
@@ -429,7 +445,7 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> 
     for job, s in zip(jobs + neighbours, summaries):
         by_root.setdefault(job.root, []).append((job, s))
     for root, items in by_root.items():
-        modules, notebooks = {}, []
+        modules, paths, notebooks = {}, {}, []
         for job, s in items:
             if s is None:
                 continue
@@ -437,7 +453,7 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> 
                 notebooks.append((job, s))
                 continue
             name, _ = module_name(job.path, root)
-            modules[name] = s
+            modules[name], paths[name] = s, job.path
         if not modules and not notebooks:
             continue
         project = Project(modules)
@@ -445,9 +461,13 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> 
             if s is None or job.path not in converted:
                 continue
             name = module_name(job.path, root)[0]
-            if job.kind == "ipynb":
-                name = name.replace(".", "_") + "__notebook__"
+            if job.kind == "ipynb":   # not importable: resolved as if it sat in its directory
+                package, _, stem = name.rpartition(".")
+                name = f"{package}.__notebook_{stem}" if package else f"__notebook_{stem}"
             job.project = project.names_for(name, s)
+            job.classes = {local: (str(paths[origin]), *project.modules[origin].class_lines[cls])
+                           for local, (origin, cls) in project.class_origins(name, s).items()
+                           if local in job.project}
 
 
 class _Pool:

@@ -33,6 +33,7 @@ class ModuleSummary:
     classes: dict[str, list[str]] = field(default_factory=dict)   # name -> dotted bases
     functions: dict[str, list[str | None]] = field(default_factory=dict)  # name -> dotted callee per return
     is_package: bool = False
+    class_lines: dict[str, tuple[int, int]] = field(default_factory=dict)   # name -> (first, last) line
 
 
 def summarize(source: str, is_package: bool = False) -> ModuleSummary | None:
@@ -58,6 +59,8 @@ def summarize(source: str, is_package: bool = False) -> ModuleSummary | None:
                     out.imports[a.asname or a.name] = ("from", node.module or "", node.level, a.name)
         elif isinstance(node, ast.ClassDef):
             out.classes[node.name] = [d for d in map(_dotted, node.bases) if d]
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            out.class_lines[node.name] = (first, node.end_lineno or node.lineno)
             out.imports.pop(node.name, None)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.functions[node.name] = _returned_callees(node)
@@ -157,7 +160,7 @@ class Project:
 
     def _binding(self, module: str, name: str, depth: int = 0):
         """What `name` means at the top level of `module`: ("torch", qualname), ("module", m),
-        ("fact", torch qualname) or None."""
+        ("fact", torch qualname, (defining module, name)) or None."""
         if depth > _MAX_DEPTH:
             return None
         summary = self.modules.get(module)
@@ -165,7 +168,7 @@ class Project:
             return None
         if name in summary.classes or name in summary.functions:
             fact = self.facts[module].get(name)
-            return ("fact", fact) if fact else None
+            return ("fact", fact, (module, name)) if fact else None
         imp = summary.imports.get(name)
         if imp is not None:
             if imp[0] == "module":
@@ -192,7 +195,7 @@ class Project:
     def _attribute(self, value, attr: str, depth: int):
         if value is None:
             return None
-        kind, what = value
+        kind, what = value[:2]
         if kind == "torch":
             return ("torch", f"{what}.{attr}")
         if kind == "module":
@@ -276,6 +279,22 @@ class Project:
                 out[name] = fact
         return out
 
+    def class_origins(self, module: str, summary: ModuleSummary | None = None) -> dict[str, tuple[str, str]]:
+        """Names (as the file spells them, see names_for) of classes defined in other project
+        files -> (defining module, class name): transforms that read a class body (a Dataset's
+        `__getitem__`) find it there."""
+        summary = summary or self.modules.get(module)
+        if summary is None:
+            return {}
+        out: dict[str, tuple[str, str]] = {}
+        for name in summary.imports:
+            value = self._binding_in(module, summary, name)
+            if value is not None and value[0] == "fact":
+                origin = value[2]
+                if origin[0] != module and origin[1] in self.modules[origin[0]].classes:
+                    out[name] = origin
+        return out
+
     def _binding_in(self, module: str, summary: ModuleSummary, name: str):
         if module in self.modules:
             return self._binding(module, name)
@@ -302,7 +321,7 @@ class Project:
     def _collect(self, prefix: str, value, out: dict[str, str], depth: int) -> None:
         if value is None or depth > 3:
             return
-        kind, what = value
+        kind, what = value[:2]
         if kind == "fact":
             out[prefix] = what
         elif kind == "module":

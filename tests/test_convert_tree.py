@@ -263,3 +263,18 @@ def test_the_tree_root_as_a_package():
     summaries = {n: summarize(t, n == "__init__") for n, t in files.items()}
     project = Project({("" if n == "__init__" else n): s for n, s in summaries.items()})
     assert project.names_for("train") == {"models.Net": "torch.nn.Module", "N": "torch.nn.Module"}
+
+
+def test_dataset_defined_in_another_file(tmp_path):
+    """DataLoader(Triples(...)) reads the sample layout from the class in data.py, as it does
+    when the class is in the same file (no 'assumed 2 columns' guess)."""
+    (tmp_path / "data.py").write_text(
+        "import torch\nfrom torch.utils.data import Dataset\n\n\n@staticmethod\n"   # a decorator
+        "def _unused():\n    pass\n\n\nclass Triples(Dataset):\n    def __len__(self):\n        return 4\n\n"
+        "    def __getitem__(self, i):\n        return torch.ones(2), torch.zeros(2), i\n")
+    (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\n\nfrom data import Triples\n\n"
+                                       "loader = DataLoader(Triples(), batch_size=2)\n")
+    result = convert(tmp_path, "-o", tmp_path / "out", "-j", "1", "--no-lint")
+    assert result.exit_code == 0, result.stderr
+    assert "MSC101" not in result.stderr
+    assert "column_names=['column_0', 'column_1', 'column_2']" in (tmp_path / "out" / "train.py").read_text()
