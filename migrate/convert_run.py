@@ -276,7 +276,11 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
     exclude = (opts.output,) if opts.output is not None else ()
     walked = walk_tree([p for p in paths if p not in missing], SOURCE_SUFFIXES, exclude,
                        others=opts.copy_other)
-    sources = [(f, root) for f, root, is_source in walked if is_source]
+    sources, seen = [], set()
+    for f, root, is_source in walked:   # a file named twice (directly and in its directory): once
+        if is_source and os.path.realpath(f) not in seen:
+            seen.add(os.path.realpath(f))
+            sources.append((f, root))
     others = [(f, root) for f, root, is_source in walked if not is_source]
 
     jobs = []
