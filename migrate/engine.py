@@ -555,7 +555,9 @@ class Rewriter(cst.CSTTransformer):
             return original
         result = super().on_leave(original, updated)
         if self.frames[-1].removed and isinstance(result, cst.CSTNode):
+            self.pos_stack.append(self._pos(original))
             result = self._removed_as_value(result)
+            self.pos_stack.pop()
         frame = self.frames.pop()
         if isinstance(result, cst.RemovalSentinel) or (
                 isinstance(result, cst.SimpleStatementLine) and not result.body):

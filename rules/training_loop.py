@@ -177,6 +177,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.plan = ctx.plan
         self.reporter = ctx.reporter
         self.positions = ctx.positions
+        self.originals: dict[int, cst.CSTNode] = {}   # id(rebuilt statement) -> original
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.fresh = _Names(ctx.names.taken | set(ctx.names.imports))
         self.loops: list[list[cst.CSTNode]] = [[]]     # enclosing loops, per function scope
@@ -237,7 +238,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         return self.scopes.resolve(expr) or ""
 
     def _pos(self, node) -> tuple[int, int]:
-        found = self.positions.get(node)
+        # a statement whose children were rebuilt is a new node: find its original's position
+        found = self.positions.get(node) or self.positions.get(self.originals.get(id(node)))
         return (found.start.line, found.start.column + 1) if found is not None else (1, 1)
 
     def _flag(self, stmt, status: str, message: str):
@@ -263,9 +265,11 @@ class TrainingLoopPass(cst.CSTTransformer):
 
     # ---- blocks ----------------------------------------------------------------------
     def leave_IndentedBlock(self, original, updated):
+        self.originals.update(zip(map(id, updated.body), original.body))
         return updated.with_changes(body=self._block(list(updated.body)))
 
     def leave_Module(self, original, updated):
+        self.originals.update(zip(map(id, updated.body), original.body))
         return updated.with_changes(body=self._block(list(updated.body)))
 
     def _block(self, body: list) -> list:
