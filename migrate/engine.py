@@ -541,19 +541,35 @@ class Rewriter(cst.CSTTransformer):
 
     # ---- statements: frames for diagnostics and inserted statements ----------------
     def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in _TRIVIA:
+            return False
         if isinstance(node, cst.BaseStatement):
             if self.focus is not None and not self.focus.wants(node):
                 self.untouched.add(id(node))
                 return False
             self.frames.append(_Frame(node))
-        return super().on_visit(node)
+        hook = _hook(kind, "visit_", self)
+        return hook is None or hook(self, node) is not False
+
+    def on_visit_attribute(self, node, attribute: str) -> None:
+        hook = _hook(type(node), f"visit_{{}}_{attribute}", self)
+        if hook is not None:
+            hook(self, node)
+
+    def on_leave_attribute(self, original, attribute: str) -> None:
+        pass   # the rewriter has no leave_<Node>_<attribute> hooks
 
     def on_leave(self, original, updated):
+        kind = type(original)
+        if kind in _TRIVIA:
+            return updated
+        hook = _hook(kind, "leave_", self)
         if not isinstance(original, cst.BaseStatement):
-            return super().on_leave(original, updated)
+            return updated if hook is None else hook(self, original, updated)
         if id(original) in self.untouched:
             return original
-        result = super().on_leave(original, updated)
+        result = updated if hook is None else hook(self, original, updated)
         if self.frames[-1].removed and isinstance(result, cst.CSTNode):
             self.pos_stack.append(self._pos(original))
             result = self._removed_as_value(result)
@@ -915,6 +931,31 @@ class Rewriter(cst.CSTTransformer):
             if rec.on_instantiate:
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
+
+
+# Whitespace, comments and punctuation: nothing in them is converted, so neither they nor their
+# whitespace children are visited (about half the nodes of a module).
+_TRIVIA = frozenset({
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
+    cst.EmptyLine, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual,
+    cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ImportStar,
+    *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(
+        c, (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))),
+})
+_HOOKS: dict[tuple, object] = {}
+
+
+def _hook(kind: type, pattern: str, visitor):
+    """The visitor's hook method for a node type (`visit_` + `Call`, `visit_{}_name`...), looked
+    up once per type instead of by name on every node."""
+    key = (type(visitor), kind, pattern)
+    try:
+        return _HOOKS[key]
+    except KeyError:
+        name = pattern.format(kind.__name__) if "{}" in pattern else pattern + kind.__name__
+        _HOOKS[key] = found = getattr(type(visitor), name, None)
+        return found
 
 
 class _LazyPos:
