@@ -128,6 +128,18 @@ def test_converted_project_trains_like_torch(tmp_path):
     assert report["passed"] and len(report["steps"]) == 3
 
 
+def test_parity_converts_the_whole_project(tmp_path):
+    """`msmigrate parity train.py` without --against converts the script's directory like
+    `convert DIR -o OUT` (the program imports converted models), not the script alone."""
+    from msmigrate.parity.check import _convert
+
+    out = tmp_path / "cli"
+    assert convert(PROJECT, "-o", out, "-j", "1", "--no-lint").exit_code == 0
+    converted = _convert(PROJECT / "train.py", tmp_path / "parity")
+    for f in out.rglob("*.py"):
+        assert (converted.parent / f.relative_to(out)).read_text() == f.read_text(), f
+
+
 # ---- -j, progress, copy-other, summary --------------------------------------------------------
 
 @pytest.fixture

@@ -254,11 +254,39 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
 
 
 def _convert(script: Path, workdir: Path) -> Path:
-    from msmigrate.engine import convert_source
-    from msmigrate.files import read_source
+    """Convert the script; when it imports modules beside it (a project), convert its whole
+    directory the way `msmigrate convert DIR -o OUT` does, so the converted program imports
+    converted models and the conversion knows what the other files define."""
+    import io
 
-    result = convert_source(read_source(script), str(script))
-    out = workdir / "converted" / script.name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(result.code)
-    return out
+    from msmigrate.convert_run import Options as ConvertOptions
+    from msmigrate.convert_run import run
+
+    out_dir = workdir / "converted"
+    source = script.parent if _imports_siblings(script) else script
+    err = io.StringIO()
+    status = run([source], ConvertOptions(output=out_dir, lint=False, quiet=True, jobs=1, progress=False),
+                 out=io.StringIO(), err=err)
+    if status == 2 or not (out_dir / script.name).exists():
+        raise ParityError(f"{script}: could not convert it:\n{err.getvalue()}")
+    return out_dir / script.name
+
+
+def _imports_siblings(script: Path) -> bool:
+    import ast
+
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                return True
+            names.add((node.module or "").split(".")[0])
+    here = script.parent
+    return any((here / f"{n}.py").is_file() or (here / n / "__init__.py").is_file()
+               for n in names if n and n != script.stem)
