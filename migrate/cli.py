@@ -62,7 +62,7 @@ def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other
 @cli.command()
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--against", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="MindSpore version to compare with (default: convert SCRIPT with msmigrate).")
+              help="MindSpore version to compare with (default: convert SCRIPT with msmigrate; its whole directory when it imports modules beside it).")
 @click.option("--steps", type=click.IntRange(min=1), help="Compare only the first N training steps.")
 @click.option("--rtol", type=float, default=1e-4, show_default=True, help="Relative tolerance (loss and parameters).")
 @click.option("--atol", type=float, default=1e-5, show_default=True, help="Absolute tolerance (loss and parameters).")
