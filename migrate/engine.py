@@ -90,8 +90,9 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     # passes reuse unchanged subtrees, so their nodes still find their original line and column.
     source_map = SourceMap(module, names.tree)
     positions = Positions(module, source, source_map)
-    plan = ImportPlan(names.imports, names.taken)
+    plan = ImportPlan(names.imports, names.taken, names.guarded)
     plan.may_import = Focus(source, source_map, ("import",), ()).wants
+    plan.source_aliases = names.source_aliases
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}))
     for structural_pass in structural_passes():
@@ -100,7 +101,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
-    return ConversionResult(path, source, new_module.code, sorted(ctx.reporter.diagnostics),
+    return ConversionResult(path, source, ctx.plan.code(new_module), sorted(ctx.reporter.diagnostics),
                             ctx.reporter.conversions)
 
 
@@ -587,7 +588,9 @@ class Rewriter(cst.CSTTransformer):
         else:
             nodes = list(result.nodes) if isinstance(result, cst.FlattenSentinel) else [result]
         if frame.diags:
-            nodes[0] = _with_markers(nodes[0], frame.diags)
+            # a file's first statement: its comments above are the module header
+            header = self.module.header if self.module.body and original is self.module.body[0] else ()
+            nodes[0] = _with_markers(nodes[0], frame.diags, header)
         nodes = [*frame.before, *nodes, *frame.after]
         return cst.FlattenSentinel(nodes) if len(nodes) != 1 else nodes[0]
 
@@ -1066,8 +1069,8 @@ def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) 
     return False
 
 
-def _with_markers(stmt: cst.BaseStatement, markers: list[str]) -> cst.BaseStatement:
-    existing = {line.comment.value for line in stmt.leading_lines if line.comment is not None}
+def _with_markers(stmt: cst.BaseStatement, markers: list[str], header=()) -> cst.BaseStatement:
+    existing = {line.comment.value for line in [*header, *stmt.leading_lines] if line.comment is not None}
     new = [cst.EmptyLine(comment=cst.Comment(m)) for m in dict.fromkeys(markers) if m not in existing]
     if not new:
         return stmt

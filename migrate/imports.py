@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import tomllib
 from collections.abc import Callable
 
@@ -35,13 +36,16 @@ def _attr_chain(root: str, rest: list[str]) -> cst.BaseExpression:
 
 
 class ImportPlan:
-    def __init__(self, existing: dict[str, str], taken: set[str]) -> None:
+    def __init__(self, existing: dict[str, str], taken: set[str], guarded: set[str] = frozenset()) -> None:
         self.existing = existing  # module-level bindings already in the file: name -> qualname
+        self.guarded = guarded    # of those, names imported only under an `if`: not bound everywhere
         self.taken = taken        # names the file uses for its own things
         self.needed: dict[str, str] = {}  # bound name -> import statement code
         self.generated: set[int] = set()  # ids of reference nodes made by structural passes
         # statement -> False when it certainly holds no import statement (its subtree is skipped)
         self.may_import: Callable[[cst.CSTNode], bool] = lambda stmt: True
+        self.source_aliases: set[str] | None = None   # names torch imports bind (None: unknown)
+        self._texts: dict[int, tuple[cst.CSTNode, str]] = {}   # top-level statement -> its code
 
     def _usable(self, bound: str, module: str) -> bool:
         if self.existing.get(bound) == module:
@@ -71,29 +75,76 @@ class ImportPlan:
     def source_ref(self, qualname: str) -> cst.BaseExpression:
         """A torch reference that stays torch: fully qualified, so short aliases are freed."""
         parts = qualname.split(".")
-        if self.existing.get(parts[0]) != parts[0]:
+        if self.existing.get(parts[0]) != parts[0] or parts[0] in self.guarded:
             self.needed.setdefault(parts[0], f"import {parts[0]}")
         return _attr_chain(parts[0], parts[1:])
 
     # --- applying the plan -------------------------------------------------------------
     def apply(self, module: cst.Module) -> cst.Module:
-        used = _used_names(module)
+        used = self._used_names(module)
         needed = {b: c for b, c in self.needed.items() if b in used}
         remover = _RemoveUnusedSourceImports(used, self.may_import)
         module = module.visit(remover)
         new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
                      for code in sorted(set(needed.values()), key=_import_order)]
+        moved = remover.first_top_level_leading
         if not new_stmts:
-            return module
+            if moved is None or all(line.comment is None for line in moved):
+                return module
+            # the removed first import's comments stay where it stood
+            body, at = list(module.body), remover.first_top_level_index
+            if at < len(body):
+                body[at] = body[at].with_changes(leading_lines=[*moved, *body[at].leading_lines])
+                return module.with_changes(body=body)
+            return module.with_changes(footer=[*moved, *module.footer])
         body = list(module.body)
         at = remover.first_top_level_index
         if at is None:
             at = _after_docstring_and_future(body)
-        moved = remover.first_top_level_leading
         if moved is not None:
             new_stmts[0] = new_stmts[0].with_changes(leading_lines=moved)
         body[at:at] = new_stmts
         return module.with_changes(body=body)
+
+
+    # --- code generated once per top-level statement ----------------------------------
+    def _text(self, module: cst.Module, stmt: cst.CSTNode) -> str:
+        hit = self._texts.get(id(stmt))
+        if hit is not None and hit[0] is stmt:
+            return hit[1]
+        text = module.code_for_node(stmt)   # a top-level statement's code, as in the module's
+        self._texts[id(stmt)] = (stmt, text)
+        return text
+
+    def _used_names(self, module: cst.Module) -> set[str]:
+        """The identifiers the code uses, as `_used_names`, but parsing only the top-level
+        statements whose code mentions a name the plan asks about (a torch alias, a needed
+        import); their code is kept for `code`."""
+        if self.source_aliases is None or not module.has_trailing_newline:
+            return _used_names(module)
+        asked = (self.source_aliases | set(self.needed)) - {""}
+        if not asked:
+            return set()
+        mention = re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, asked), key=len, reverse=True)))
+        used: set[str] = set()
+        for stmt in module.body:
+            text = self._text(module, stmt)
+            if mention.search(text):
+                try:
+                    tree = ast.parse(text)
+                except SyntaxError:
+                    return _used_names(module)
+                used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+        return used
+
+    def code(self, module: cst.Module) -> str:
+        """`module.code`, reusing the code of top-level statements generated before."""
+        if not module.has_trailing_newline:
+            return module.code
+        parts = [module.code_for_node(line) for line in module.header]
+        parts += [self._text(module, stmt) for stmt in module.body]
+        parts += [module.code_for_node(line) for line in module.footer]
+        return "".join(parts) or module.default_newline
 
 
 def _import_order(code: str) -> tuple:
@@ -156,6 +207,7 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
         self.depth = 0
         self.first_top_level_index: int | None = None
         self.first_top_level_leading = None
+        self.orphans: dict[int, list] = {}   # depth -> comment lines of removed imports
 
     def visit_Module(self, node: cst.Module) -> None:
         self._top = {id(s): i for i, s in enumerate(node.body)}
@@ -167,10 +219,23 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
             return False
         return super().on_visit(node)
 
+    def on_leave(self, original, updated):
+        # the comments above a removed import go to the next statement of its block
+        result = super().on_leave(original, updated)
+        if isinstance(result, cst.BaseStatement) and self.orphans.get(self.depth):
+            result = result.with_changes(leading_lines=[*self.orphans.pop(self.depth), *result.leading_lines])
+        return result
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(footer=[*self.orphans.pop(0, []), *updated.footer])
+
     def visit_IndentedBlock(self, node) -> None:
         self.depth += 1
 
     def leave_IndentedBlock(self, original, updated):
+        orphans = self.orphans.pop(self.depth, [])
+        if orphans:
+            updated = updated.with_changes(footer=[*orphans, *updated.footer])
         self.depth -= 1
         if not updated.body:
             return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
@@ -199,6 +264,8 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
             if is_source_import and self.depth == 0 and self.first_top_level_leading is None \
                     and self._top.get(id(original)) == self.first_top_level_index:
                 self.first_top_level_leading = updated.leading_lines
+            elif any(line.comment is not None for line in updated.leading_lines):
+                self.orphans.setdefault(self.depth, []).extend(updated.leading_lines)
             return cst.RemoveFromParent()
         if changed or len(kept) != len(small):
             kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)

@@ -243,6 +243,8 @@ class SourceNames:
     classes: set[str] = field(default_factory=set)        # names of the classes the file defines
     # (first line, last line, target names) of assignments whose value is a call
     call_assignments: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    guarded: set[str] = field(default_factory=set)        # imported at top level only under an `if`
+    source_aliases: set[str] | None = None                # names any torch import binds (None: unknown)
 
     def imports_source(self) -> bool:
         """Does the file import torch (or torchvision...) anywhere?"""
@@ -303,21 +305,25 @@ def _scope_bindings(body: list) -> dict[str, str | None]:
 def analyze_source(source: str) -> SourceNames:
     tree = _ast.parse(source)
     imports: dict[str, str] = {}
+    conditional, unconditional = set(), set()
     for node in tree.body:
-        stack = [node]
+        stack = [(node, False)]
         while stack:   # imports at the top level, also inside top-level if/try blocks
-            n = stack.pop()
+            n, under_if = stack.pop()
             if isinstance(n, (_ast.Import, _ast.ImportFrom)):
-                imports.update(_ast_import_bindings(n))
+                bindings = _ast_import_bindings(n)
+                imports.update(bindings)
+                (conditional if under_if else unconditional).update(b for b, _ in bindings)
             elif isinstance(n, (_ast.If, _ast.Try, _ast.With)) or (
                     hasattr(_ast, "TryStar") and isinstance(n, _ast.TryStar)):
-                stack.extend(_ast.iter_child_nodes(n))
+                stack.extend((c, under_if or isinstance(n, _ast.If)) for c in _ast.iter_child_nodes(n))
             elif isinstance(n, _ast.ExceptHandler):
-                stack.extend(n.body)
+                stack.extend((c, under_if) for c in n.body)
     taken: set[str] = set()
     scopes: dict[tuple[int, int], dict[str, str | None]] = {}
     classes: set[str] = set()
     call_assignments = []
+    source_aliases: set[str] = set()
     for node in _ast.walk(tree):
         if isinstance(node, _ast.Name) and isinstance(node.ctx, _ast.Store):
             taken.add(node.id)
@@ -337,7 +343,9 @@ def analyze_source(source: str) -> SourceNames:
         elif isinstance(node, _ast.Lambda):
             taken.update(_ast_params(node.args))
         elif isinstance(node, (_ast.Import, _ast.ImportFrom)):
-            taken.update(b for b, q in _ast_import_bindings(node) if not is_source(q))
+            for b, q in _ast_import_bindings(node):
+                (source_aliases if is_source(q) else taken).add(b)
         elif isinstance(node, _ast.ExceptHandler) and node.name:
             taken.add(node.name)
-    return SourceNames(imports, taken, scopes, tree, classes, call_assignments)
+    return SourceNames(imports, taken, scopes, tree, classes, call_assignments, conditional - unconditional,
+                       source_aliases=source_aliases)

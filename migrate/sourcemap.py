@@ -161,8 +161,15 @@ class Positions:
             raise KeyError(node)
         return found
 
-    def get(self, node, default=None, near=None):
+    def _found(self, node):
         found = self._computed.get(node)
+        if type(found) is tuple:   # recorded by _Tracking as (line, col, end line, end col)
+            found = self._computed[node] = CodeRange(CodePosition(found[0], found[1]),
+                                                     CodePosition(found[2], found[3]))
+        return found
+
+    def get(self, node, default=None, near=None):
+        found = self._found(node)
         if found is not None:
             return found
         if self._full:
@@ -179,7 +186,7 @@ class Positions:
             if stmt is not None and id(stmt) not in self._done and stmt in self.smap.nodes:
                 self._done.add(id(stmt))
                 self._place(stmt)
-                found = self._computed.get(node)
+                found = self._found(node)
                 if found is not None:
                     return found
         self._whole_module()
@@ -233,16 +240,15 @@ class Positions:
         if indent.strip():
             return
         sink = _Sink()
-        state = PositionProvidingCodegenState(default_indent=self.module.default_indent,
-                                              default_newline=self.module.default_newline,
-                                              provider=sink, line=first_line, column=0)
+        state = _Tracking(default_indent=self.module.default_indent,
+                          default_newline=self.module.default_newline, provider=sink, line=first_line, column=0)
         state.indent_tokens = [indent] if indent else []
         if original in self.smap.elifs:
             stub._codegen(state, is_elif=True)
         else:
             stub._codegen(state)
         got = sink._computed.get(stub) if stub is original else sink._computed.pop(stub, None)
-        if got is not None and (got.start.line, got.start.column) == (a.lineno, len(indent)):
+        if got is not None and got[:2] == (a.lineno, len(indent)):
             self._computed.update(sink._computed)   # otherwise the fallback places them
 
     def _whole_module(self) -> None:
@@ -250,6 +256,56 @@ class Positions:
         self.fallbacks += 1
         computed = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         self._computed = dict(computed)
+
+
+class _Tracking(PositionProvidingCodegenState):
+    """libcst's position-tracking code generation, with cheaper bookkeeping: ranges are kept
+    as tuples (made CodeRanges when asked for), tokens without a line break skip the regex,
+    and the syntactic-position context is a plain object instead of a generator."""
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:   # indentation holds no line break
+            self.tokens.append(token)
+            self.column += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        if "\n" in value or "\r" in value:
+            segments = _NEWLINE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+    def before_codegen(self, node) -> None:
+        self._stack.append((self.line, self.column))
+
+    def after_codegen(self, node) -> None:
+        line, column = self._stack.pop()
+        computed = self.provider._computed
+        if node not in computed:   # a syntactic position recorded inside wins
+            computed[node] = (line, column, self.line, self.column)
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: _Tracking, node, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc) -> bool:
+        state = self.state
+        computed = state.provider._computed
+        line, column = computed[self.start_node][:2] if self.start_node is not None else self.start
+        end = computed[self.end_node][2:] if self.end_node is not None else (state.line, state.column)
+        computed[self.node] = (line, column, *end)
+        return False
 
 
 class _Sink:
