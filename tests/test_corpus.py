@@ -74,3 +74,34 @@ def test_checks_report_failures(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert robustness.check_file(str(torch_file))["failures"] == []
     assert robustness.check_file(str(plain_file))["failures"] == []
+
+
+# Shapes the corpus run found; each converted output must parse and convert to itself again.
+CORPUS_SHAPES = {
+    # torch bound only by an import under an `if`, after the reference that needs it
+    # (torch/_inductor/template_heuristics/tlx.py): the spelled-out reference gets `import torch`
+    "guarded_import": "from torch._inductor import config\n\n\nif config.is_fbcode():\n"
+                      "    import torch._inductor.fb.registry\n",
+    # a marker above a file's first statement lands in the module header: not added twice
+    "first_statement_marker": "import torch; x = torch._C._foo()\n",
+    # comments above removed imports stay, at the top level and in blocks
+    "removed_import_comments": "import os\n# torch stuff\nimport torch.nn as nn\n\n\ndef f(x):\n"
+                               "    # lazily\n    import torch.nn.functional as F\n    return F.relu(x)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_SHAPES))
+def test_corpus_shapes(name):
+    import ast
+
+    from msmigrate import convert_source
+
+    source = CORPUS_SHAPES[name]
+    code = convert_source(source, f"{name}.py").code
+    tree = ast.parse(code)
+    assert convert_source(code, f"{name}.py").code == code
+    if name == "guarded_import":   # torch is bound before the `if` that uses it
+        first = tree.body[0]
+        assert isinstance(first, ast.Import) and first.names[0].name == "torch", code
+    if name == "removed_import_comments":
+        assert "# torch stuff" in code and "    # lazily\n" in code, code
