@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 
 import libcst as cst
 import libcst.matchers as m
@@ -18,6 +19,8 @@ DTYPE_NAMES = {
     "short", "int32", "int", "int64", "long", "uint8", "bool", "bool_", "complex64", "complex128",
     "cfloat", "cdouble", "uint16", "uint32", "uint64",
 }
+# dtypes MindSpore lacks, by their spelling (float8_e4m3fn, uint1, qint8, complex32, bits16)
+_DTYPE_SPELLING = re.compile(r"(?:b?float|u?int|q?u?int|complex|bits)\d+(?:_\w+)?")
 # `x.type('torch.FloatTensor')` spellings -> MindSpore dtypes
 TENSOR_TYPE_DTYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -467,7 +470,8 @@ def _kind(site, value: cst.BaseExpression) -> str:
         return "device"
     code = site.code(value)
     last = code.rsplit(".", 1)[-1]
-    if isinstance(value, cst.Attribute) and last in DTYPE_NAMES and "." in code:
+    if isinstance(value, cst.Attribute) and "." in code and (
+            last in DTYPE_NAMES or _DTYPE_SPELLING.fullmatch(last)):   # also torch.float8_e4m3fn
         return "dtype"
     if last == "dtype" or last.endswith("_dtype") or last.endswith("dtype"):
         return "dtype"
