@@ -208,15 +208,22 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
         self.first_top_level_index: int | None = None
         self.first_top_level_leading = None
         self.orphans: dict[int, list] = {}   # depth -> comment lines of removed imports
+        # a statement whose subtree saw no change is returned as the original object, so the
+        # code generated for it before is reused
+        self.changes = 0
+        self._marks: list[int] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         self._top = {id(s): i for i, s in enumerate(node.body)}
 
     def on_visit(self, node) -> bool:
         # imports are statements: expressions need no visit, nor statements without imports
-        if isinstance(node, cst.BaseExpression) or (
-                isinstance(node, cst.BaseStatement) and not self.may_import(node)):
+        if isinstance(node, cst.BaseExpression):
             return False
+        if isinstance(node, cst.BaseStatement):
+            self._marks.append(self.changes)
+            if not self.may_import(node):
+                return False
         return super().on_visit(node)
 
     def on_leave(self, original, updated):
@@ -224,6 +231,10 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
         result = super().on_leave(original, updated)
         if isinstance(result, cst.BaseStatement) and self.orphans.get(self.depth):
             result = result.with_changes(leading_lines=[*self.orphans.pop(self.depth), *result.leading_lines])
+        if result is not updated:
+            self.changes += 1
+        if isinstance(original, cst.BaseStatement) and self._marks.pop() == self.changes:
+            return original   # rebuilt but unchanged
         return result
 
     def leave_Module(self, original, updated):
