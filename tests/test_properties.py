@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import keyword
 import os
 import re
 import sys
@@ -98,7 +99,7 @@ def call_args(draw, record_name: str, tensor_first: str | None = None):
                 values += draw(st.lists(LITERALS, min_size=1, max_size=3))
                 break
             values.append(draw(LITERALS))
-        rest = [p for p in params[n_pos:] if not p.startswith("*")]
+        rest = [p for p in params[n_pos:] if not p.startswith("*") and not keyword.iskeyword(p)]
         for p in draw(st.lists(st.sampled_from(rest), max_size=3, unique=True)) if rest else []:
             values.append(f"{p}={draw(LITERALS)}")
     else:

@@ -460,8 +460,8 @@ def xlogy(site):
 
 # ---- dtypes and devices ------------------------------------------------------------------------------
 def _is_module(site) -> bool:
-    rec = site.instance_record(site.receiver)
-    return rec is not None and rec.torch.startswith("torch.nn.")
+    rec = site.instance_record(site.receiver)   # a torch.nn class, not what F.linear(...) returned
+    return rec is not None and rec.torch.startswith("torch.nn.") and rec.torch.rsplit(".", 1)[1][:1].isupper()
 
 
 def _kind(site, value: cst.BaseExpression) -> str:
