@@ -19,13 +19,15 @@ from libcst.helpers import parse_template_expression, parse_template_statement
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
-from msmigrate.names import (ScopeStack, SourceNames, analyze_source, dotted, is_source,
-                             module_imports, taken_names)
+from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
+                             is_source, module_imports, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 
 MARKER = "# msmigrate:"
 REMOVED_NAME = "__msmigrate_removed__"
 _SOURCE_HINT = re.compile(r"\btorch")
+_SOURCE_IMPORT_LINE = (r"(?:^|[:;])[ \t]*(?:from[ \t]+(?:{0})\b|import[ \t][^\n#;]*\b(?:{0})\b"
+                       r"|(?:from|import)[ \t][^\n#]*\\$)").format("|".join(sorted(SOURCE_ROOTS)))
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     source_map = SourceMap(module, names.tree)
     positions = Positions(module, source, source_map)
     plan = ImportPlan(names.imports, names.taken, names.guarded)
-    plan.may_import = Focus(source, source_map, ("import",), ()).wants
+    # lines that import torch (`from torch... import`, `import ... torch...`)
+    plan.may_import = Focus(source, source_map, (), (), _SOURCE_IMPORT_LINE).wants
     plan.source_aliases = names.source_aliases
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}))
@@ -299,6 +302,29 @@ def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+# Where a rewritten child expression may bind looser than its position allows
+_OPERAND_FIELDS = {cst.Attribute: ("value",), cst.Subscript: ("value",), cst.Call: ("func",),
+                   cst.BinaryOperation: ("left", "right"), cst.UnaryOperation: ("expression",),
+                   cst.BooleanOperation: ("left", "right"), cst.Comparison: ("left",),
+                   cst.ComparisonTarget: ("comparator",)}
+_LOOSE = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp,
+          cst.Lambda, cst.NamedExpr)
+
+
+def _parenthesise_operands(original, updated):
+    """`t.uniform_(a, b).mul_(2)` -> `(rand_like(t) * w + a).mul(2)`, not `... + a.mul(2)`: a
+    replacement that binds looser than an operand or a receiver gets parentheses."""
+    changes = {}
+    for name in _OPERAND_FIELDS[type(updated)]:
+        new = getattr(updated, name)
+        if new is getattr(original, name) or new.lpar:
+            continue
+        receiver = name in ("value", "func")
+        if isinstance(new, _LOOSE) or (receiver and isinstance(new, cst.Integer)):
+            changes[name] = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return updated.with_changes(**changes) if changes else updated
+
+
 def literal_value(node: cst.BaseExpression):
     code = cst.Module([]).code_for_node(node)
     return ast.literal_eval(code)
@@ -472,6 +498,7 @@ class _Frame:
     diags: list[str] = field(default_factory=list)
     before: list[cst.BaseStatement] = field(default_factory=list)
     after: list[cst.BaseStatement] = field(default_factory=list)
+    changes: int = 0        # the rewriter's change count when the statement was entered
 
 
 class Rewriter(cst.CSTTransformer):
@@ -479,6 +506,7 @@ class Rewriter(cst.CSTTransformer):
         super().__init__()
         self.focus = focus            # statements outside it are neither visited nor rebuilt
         self.untouched: set[int] = set()
+        self.changes = 0              # leave hooks that returned something new so far
         self.ctx = ctx
         self.path = ctx.path
         self.table = table
@@ -549,7 +577,7 @@ class Rewriter(cst.CSTTransformer):
             if self.focus is not None and not self.focus.wants(node):
                 self.untouched.add(id(node))
                 return False
-            self.frames.append(_Frame(node))
+            self.frames.append(_Frame(node, changes=self.changes))
         hook = _hook(kind, "visit_", self)
         return hook is None or hook(self, node) is not False
 
@@ -567,7 +595,12 @@ class Rewriter(cst.CSTTransformer):
             return updated
         hook = _hook(kind, "leave_", self)
         if not isinstance(original, cst.BaseStatement):
-            return updated if hook is None else hook(self, original, updated)
+            if kind in _OPERAND_FIELDS and updated is not original:
+                updated = _parenthesise_operands(original, updated)
+            result = updated if hook is None else hook(self, original, updated)
+            if result is not updated:
+                self.changes += 1
+            return result
         if id(original) in self.untouched:
             return original
         result = updated if hook is None else hook(self, original, updated)
@@ -592,7 +625,12 @@ class Rewriter(cst.CSTTransformer):
             header = self.module.header if self.module.body and original is self.module.body[0] else ()
             nodes[0] = _with_markers(nodes[0], frame.diags, header)
         nodes = [*frame.before, *nodes, *frame.after]
-        return cst.FlattenSentinel(nodes) if len(nodes) != 1 else nodes[0]
+        out = cst.FlattenSentinel(nodes) if len(nodes) != 1 else nodes[0]
+        if out is not updated:
+            self.changes += 1
+        # a statement nothing changed in stays the original object (rebuilt copies are equal):
+        # later passes and the code generation recognise it
+        return original if self.changes == frame.changes else out
 
     def _removed_as_value(self, stmt):
         """A call that has nothing to do in MindSpore, used as a value (`flags = [sync()]`):
@@ -618,10 +656,13 @@ class Rewriter(cst.CSTTransformer):
         body = _drop_superseded(list(updated.body), self.implicit)
         if not body:
             body = [cst.SimpleStatementLine([cst.Pass()])]
+        elif len(body) == len(updated.body):
+            return updated
         return updated.with_changes(body=body)
 
     def leave_Module(self, original, updated):
-        return updated.with_changes(body=_drop_superseded(list(updated.body), self.implicit))
+        body = _drop_superseded(list(updated.body), self.implicit)
+        return updated if len(body) == len(updated.body) else updated.with_changes(body=body)
 
     def leave_With(self, original, updated):
         items = [i for i in updated.items if not _is_removed(i.item)]

@@ -122,19 +122,19 @@ class ImportPlan:
         import); their code is kept for `code`."""
         if self.source_aliases is None or not module.has_trailing_newline:
             return _used_names(module)
-        asked = (self.source_aliases | set(self.needed)) - {""}
-        if not asked:
-            return set()
-        mention = re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, asked), key=len, reverse=True)))
+        asked = frozenset(self.source_aliases | set(self.needed)) - {""}
         used: set[str] = set()
-        for stmt in module.body:
-            text = self._text(module, stmt)
-            if mention.search(text):
+        texts = [self._text(module, stmt) for stmt in module.body]
+        for text in texts:
+            if not asked:
+                break   # every name asked about is known to be used
+            if _mentions(asked).search(text):
                 try:
                     tree = ast.parse(text)
                 except SyntaxError:
                     return _used_names(module)
                 used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+                asked = asked - used
         return used
 
     def code(self, module: cst.Module) -> str:
@@ -145,6 +145,11 @@ class ImportPlan:
         parts += [self._text(module, stmt) for stmt in module.body]
         parts += [module.code_for_node(line) for line in module.footer]
         return "".join(parts) or module.default_newline
+
+
+@functools.lru_cache(maxsize=256)
+def _mentions(names: frozenset[str]) -> re.Pattern:
+    return re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
 
 
 def _import_order(code: str) -> tuple:

@@ -319,7 +319,8 @@ class Focus:
     """Which original statements can hold a reference the converter rewrites, judged by the
     identifiers on the source lines they span."""
 
-    def __init__(self, source: str, smap: SourceMap, names: Iterable[str], methods: Iterable[str]) -> None:
+    def __init__(self, source: str, smap: SourceMap, names: Iterable[str], methods: Iterable[str],
+                 pattern: str | None = None) -> None:
         self.smap = smap
         names = sorted({n for n in names if n.isidentifier()}, key=len, reverse=True)
         methods = sorted({m for m in methods if m.isidentifier()}, key=len, reverse=True)
@@ -328,12 +329,14 @@ class Focus:
             parts.append(r"\b(?:%s)\b" % "|".join(names))
         if methods:
             parts.append(r"\.\s*(?:%s)\b" % "|".join(methods))
+        if pattern:
+            parts.append(pattern)
         self.hits: list[int] = []
         if parts:
-            pattern = re.compile("|".join(parts))
+            found = re.compile("|".join(parts), re.M)
             starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
             line = 0
-            for m in pattern.finditer(source):
+            for m in found.finditer(source):
                 line = bisect.bisect_right(starts, m.start(), lo=line)   # 1-based line of the hit
                 if not self.hits or self.hits[-1] != line:
                     self.hits.append(line)
