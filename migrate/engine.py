@@ -307,20 +307,43 @@ _OPERAND_FIELDS = {cst.Attribute: ("value",), cst.Subscript: ("value",), cst.Cal
                    cst.BinaryOperation: ("left", "right"), cst.UnaryOperation: ("expression",),
                    cst.BooleanOperation: ("left", "right"), cst.Comparison: ("left",),
                    cst.ComparisonTarget: ("comparator",)}
-_LOOSE = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.UnaryOperation, cst.IfExp,
-          cst.Lambda, cst.NamedExpr)
+_BINARY_PRECEDENCE = {cst.BitOr: 5, cst.BitXor: 6, cst.BitAnd: 7, cst.LeftShift: 8, cst.RightShift: 8,
+                      cst.Add: 9, cst.Subtract: 9, cst.Multiply: 10, cst.Divide: 10, cst.FloorDivide: 10,
+                      cst.Modulo: 10, cst.MatrixMultiply: 10, cst.Power: 12}
+
+
+def _precedence(node) -> int:
+    """Python's operator precedence (higher binds tighter); primaries are 13."""
+    if isinstance(node, cst.BinaryOperation):
+        return _BINARY_PRECEDENCE.get(type(node.operator), 0)
+    if isinstance(node, cst.UnaryOperation):
+        return 3 if isinstance(node.operator, cst.Not) else 11
+    if isinstance(node, cst.BooleanOperation):
+        return 2 if isinstance(node.operator, cst.And) else 1
+    if isinstance(node, cst.Comparison):
+        return 4
+    if isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr, cst.Yield, cst.Await)):
+        return 0
+    return 13
 
 
 def _parenthesise_operands(original, updated):
     """`t.uniform_(a, b).mul_(2)` -> `(rand_like(t) * w + a).mul(2)`, not `... + a.mul(2)`: a
-    replacement that binds looser than an operand or a receiver gets parentheses."""
+    replacement that binds looser than its position (operand, receiver) gets parentheses."""
     changes = {}
     for name in _OPERAND_FIELDS[type(updated)]:
-        new = getattr(updated, name)
-        if new is getattr(original, name) or new.lpar:
+        new, old = getattr(updated, name), getattr(original, name)
+        if type(new) is type(old) or new.lpar:   # rebuilt around changed children: as written
             continue
-        receiver = name in ("value", "func")
-        if isinstance(new, _LOOSE) or (receiver and isinstance(new, cst.Integer)):
+        child = _precedence(new)
+        if name in ("value", "func"):
+            loose = child < 13 or isinstance(new, cst.Integer)    # `1.astype` does not parse
+        elif isinstance(updated, (cst.Comparison, cst.ComparisonTarget)):
+            loose = child <= 4
+        else:
+            parent = _precedence(updated)
+            loose = child < parent or (child == parent and name == "right")
+        if loose:
             changes[name] = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return updated.with_changes(**changes) if changes else updated
 

@@ -111,7 +111,7 @@ def call_args(draw, record_name: str, tensor_first: str | None = None):
 
 @st.composite
 def forward_statement(draw, ns: dict, layer_names: list[str]):
-    kind = draw(st.sampled_from(["layer", "functional", "torch", "method", "arith"]))
+    kind = draw(st.sampled_from(["layer", "functional", "torch", "method", "chain", "operand", "arith"]))
     comment = draw(COMMENTS)
     if kind == "layer" and layer_names:
         return f"h = self.{draw(st.sampled_from(layer_names))}(h){comment}"
@@ -125,6 +125,13 @@ def forward_statement(draw, ns: dict, layer_names: list[str]):
         name = draw(st.sampled_from(METHODS))
         receiver = draw(st.sampled_from(["h", "x", "(h + x)"]))
         return f"h = {receiver}.{name}({draw(call_args('torch.Tensor.' + name))}){comment}"
+    if kind in ("chain", "operand"):   # rewritten calls used as receivers and operands
+        first, second = draw(st.sampled_from(METHODS)), draw(st.sampled_from(METHODS))
+        call = f"h.{first}({draw(call_args('torch.Tensor.' + first))})"
+        if kind == "chain":
+            return f"h = {call}.{second}({draw(call_args('torch.Tensor.' + second))}){comment}"
+        op = draw(st.sampled_from(["*", "-", "/", "**", "@", "<"]))
+        return f"h = -x {op} {call} + 1{comment}"
     return f"h = h * 0.5 + x{comment}"
 
 
