@@ -348,6 +348,14 @@ def _parenthesise_operands(original, updated):
     return updated.with_changes(**changes) if changes else updated
 
 
+def creates_cell(rec: ApiRecord) -> bool:
+    """A torch.nn class whose objects are Modules: not what F.softmax(...) returns, nor a
+    Parameter (a tensor)."""
+    last = rec.torch.rsplit(".", 1)[-1]
+    return rec.torch.startswith("torch.nn.") and last[:1].isupper() and last not in (
+        "Parameter", "UninitializedParameter", "Buffer", "UninitializedBuffer")
+
+
 def literal_value(node: cst.BaseExpression):
     code = cst.Module([]).code_for_node(node)
     return ast.literal_eval(code)
@@ -945,7 +953,7 @@ class Rewriter(cst.CSTTransformer):
         inst = self.instances.get(dotted(receiver) or "")
         if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
             inst = self.call_records.get(id(receiver), (None,))[0]
-        is_cell = inst is not None and inst.torch.startswith("torch.nn.")
+        is_cell = inst is not None and creates_cell(inst)
         prefix = "torch.nn.Module." if is_cell else "torch.Tensor."
         return next((c for c in candidates if c.torch.startswith(prefix)), candidates[0])
 

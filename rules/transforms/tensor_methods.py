@@ -12,7 +12,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from msmigrate.engine import Unconvertible
+from msmigrate.engine import Unconvertible, creates_cell
 
 DTYPE_NAMES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
@@ -461,7 +461,7 @@ def xlogy(site):
 # ---- dtypes and devices ------------------------------------------------------------------------------
 def _is_module(site) -> bool:
     rec = site.instance_record(site.receiver)   # a torch.nn class, not what F.linear(...) returned
-    return rec is not None and rec.torch.startswith("torch.nn.") and rec.torch.rsplit(".", 1)[1][:1].isupper()
+    return rec is not None and creates_cell(rec)
 
 
 def _kind(site, value: cst.BaseExpression) -> str:
