@@ -246,7 +246,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         line, col = self._pos(stmt)
         marker = self.reporter.flag(status, message, line, col)
         existing = {ln.comment.value for ln in stmt.leading_lines if ln.comment is not None}
-        if marker in existing:
+        # a step already marked for manual migration by an earlier conversion, whose torch
+        # context (e.g. the GradScaler) is gone now, is not judged again
+        if marker in existing or any(c.startswith("# msmigrate: MSC102 ") for c in existing):
             return stmt
         return stmt.with_changes(leading_lines=[*stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
 
@@ -309,6 +311,10 @@ class TrainingLoopPass(cst.CSTTransformer):
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
                                  "with ms.value_and_grad")
+            return body
+        if scaler and step["kind"] == "manual":
+            body[b] = self._flag(backward_stmt, "manual", "GradScaler with a hand-written parameter "
+                                 "update (no optimizer): rewrite this step by hand with ms.value_and_grad")
             return body
 
         loss_name = receiver.value if isinstance(receiver, cst.Name) else self.fresh("loss")
@@ -551,7 +557,12 @@ class TrainingLoopPass(cst.CSTTransformer):
         if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call)
                 and isinstance(stmt.iter.func, cst.Attribute) and stmt.iter.func.attr.value == "parameters"):
             return None
-        if ".grad" not in self._code(stmt.body):
+        body = self._code(stmt.body)
+        if ".grad" not in body:
+            return None
+        # the loop must write the parameter; one that only reads p.grad (asserts, logging) is no update
+        p = re.escape(stmt.target.value)
+        if not re.search(rf"\b{p}(\.data)?(\s*[-+*/]?=(?!=)|\.(add_|sub_|mul_|copy_|addcmul_|addcdiv_)\()", body):
             return None
         return {"param": stmt.target.value, "model": self._code(stmt.iter.func.value), "loop": stmt}
 
@@ -710,7 +721,9 @@ class TrainingLoopPass(cst.CSTTransformer):
             if "grad" in code and ("zero_" in code or "= None" in code):
                 continue
             lines.append(f"# msmigrate: MSC102 update not converted: {code.splitlines()[0]}")
-        return lines or ["pass"]
+        if all(line.startswith("#") for line in lines):
+            lines.append("pass")    # comments alone are no loop body
+        return lines
 
     def _strip_autocast(self, stmt):
         """`with autocast(...):` inside the forward computation: MindSpore applies mixed
