@@ -144,6 +144,16 @@ def module_class(draw, ns: dict):
     if draw(st.booleans()):
         init.append(f"self.act = {ns['nn']}.ReLU()")
         names.append("act")
+    container = draw(st.sampled_from(["", "Sequential", "ModuleList"]))
+    if container:   # layers inside a container, one per line
+        inner = [f"{ns['nn']}.{cls}({draw(call_args('torch.nn.' + cls))})"
+                 for cls in draw(st.lists(st.sampled_from(LAYERS), min_size=1, max_size=3))]
+        items = ",\n            ".join(inner)
+        if container == "Sequential":
+            init.append(f"self.seq = {ns['nn']}.Sequential(\n            {items},\n        )")
+            names.append("seq")
+        else:
+            init.append(f"self.blocks = {ns['nn']}.ModuleList([{items}])")
     body = draw(st.lists(forward_statement(ns, names), min_size=1, max_size=5))
     if draw(st.booleans()):
         body.insert(0, "")          # a blank line
@@ -295,7 +305,7 @@ def test_leftover_torch_import_is_caught():
 # CI: a fixed set of examples (derandomized). MSMIGRATE_PROPERTY_EXAMPLES=N draws N fresh random
 # ones, to hunt for new failures.
 _HUNT = int(os.environ.get("MSMIGRATE_PROPERTY_EXAMPLES", "0"))
-_SETTINGS = settings(max_examples=_HUNT or 100, deadline=None, derandomize=not _HUNT, database=None,
+_SETTINGS = settings(max_examples=_HUNT or 150, deadline=None, derandomize=not _HUNT, database=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
