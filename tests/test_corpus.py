@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("robustness", ROOT / "bench" / "robustness.py")
 robustness = importlib.util.module_from_spec(_spec)
+sys.modules["robustness"] = robustness   # the worker processes (fork) find its functions by name
 _spec.loader.exec_module(robustness)
 
 SAMPLE_EVERY = 8
