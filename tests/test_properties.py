@@ -132,6 +132,8 @@ def forward_statement(draw, ns: dict, layer_names: list[str]):
             return f"h = {call}.{second}({draw(call_args('torch.Tensor.' + second))}){comment}"
         op = draw(st.sampled_from(["*", "-", "/", "**", "@", "<"]))
         return f"h = -x {op} {call} + 1{comment}"
+    if draw(st.booleans()):
+        return f"h = h * 0.5 \\\n            + x{comment}"   # a backslash continuation
     return f"h = h * 0.5 + x{comment}"
 
 
@@ -241,6 +243,8 @@ def programs(draw):
         source = _import_classes(source)
     if draw(st.booleans()):
         source = source.replace("\n\n", "\n\n\n")   # odd vertical spacing
+    if draw(st.integers(0, 4)) == 0:   # indented with tabs
+        source = re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m.group(1)) // 4), source)
     return source
 
 
