@@ -65,8 +65,8 @@ def imports_torch(tree: ast.AST) -> bool:
     return False
 
 
-def _diff(a: str, b: str, path: str, limit: int = 40) -> str:
-    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), path, path + " (again)", lineterm="", n=1))
+def _diff(a: str, b: str, path: str, label: str = "again", limit: int = 40) -> str:
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), path, f"{path} ({label})", lineterm="", n=1))
     return "\n".join(lines[:limit]) + ("\n..." if len(lines) > limit else "")
 
 
@@ -127,13 +127,13 @@ def check_file(path: str, forced_again: bool = True, timeout: int = 0) -> dict:
         code = result.code
         out["changed"] = result.changed
         if tree is not None and not out["torch"] and code != source:
-            fail("touched", _diff(source, code, path))
+            fail("touched", _diff(source, code, path, "converted"))
         if result.changed:
             try:
                 ast.parse(code)
             except SyntaxError as exc:
                 if tree is not None:
-                    fail("unparsable", f"line {exc.lineno}: {exc.msg}\n{_diff(source, code, path)}")
+                    fail("unparsable", f"line {exc.lineno}: {exc.msg}\n{_diff(source, code, path, 'converted')}")
                 return out
             try:
                 lint_source(code, path, LintConfig(select=("ALL",)))
