@@ -181,15 +181,28 @@ def training(draw, ns: dict):
     accumulate = draw(st.booleans())
     clip = draw(st.sampled_from(["", "clip_grad_norm_", "clip_grad_value_"]))
     one_line = draw(st.integers(0, 5)) == 0
+    amp = not accumulate and not one_line and draw(st.integers(0, 3)) == 0   # GradScaler + autocast
     step = []
     if not accumulate:
         step.append("optimizer.zero_grad()")
-    step += ["out = model(x)", "loss = criterion(out, y)"]
+    if amp:
+        lines.append(f"scaler = {ns['torch']}.cuda.amp.GradScaler()")
+        step += [f"with {ns['torch']}.autocast('cuda'):", "    out = model(x)", "    loss = criterion(out, y)",
+                 "scaler.scale(loss).backward()"]
+    else:
+        step += ["out = model(x)", "loss = criterion(out, y)"]
     if accumulate:
         step.append("loss = loss / 4")
-    step.append("loss.backward()")
+    if not amp:
+        step.append("loss.backward()")
     clip_line = (f"{ns['nn']}.utils.{clip}(model.parameters(), 1.0)" if clip else "")
-    if accumulate:
+    if clip == "clip_grad_norm_" and draw(st.booleans()):
+        clip_line = "grad_norm = " + clip_line     # the returned total norm is used
+    if amp:
+        if clip:
+            step += ["scaler.unscale_(optimizer)", clip_line]
+        step += ["scaler.step(optimizer)", "scaler.update()"]
+    elif accumulate:
         step.append("if (i + 1) % 4 == 0:")
         if clip:
             step.append("    " + clip_line)
