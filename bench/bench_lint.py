@@ -13,49 +13,15 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.setrecursionlimit(10000)
-
-
-def package_dir(name: str) -> Path | None:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def collect(every: int) -> list[tuple[Path, str]]:
-    from msmigrate.lint.runner import iter_files
-
-    files = []
-    for name in ("torch", "mindspore"):
-        d = package_dir(name)
-        if d is None:
-            print(f"warning: {name} not installed", file=sys.stderr)
-            continue
-        files += iter_files([d])
-    out = []
-    for f in files[::every]:
-        try:
-            text = f.read_text(encoding="utf-8")
-            ast.parse(text)
-        except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            continue  # the same files for every parser
-        out.append((f, text))
-    return out
-
-
-def timed(fn) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import collect, count_lines, machine, timed, write_results  # noqa: E402
 
 
 def main() -> None:
@@ -70,8 +36,9 @@ def main() -> None:
     from msmigrate.lint.config import LintConfig
 
     all_rules()
+    info = machine()
     files = collect(args.every)
-    lines = sum(t.count("\n") + 1 for _, t in files)
+    lines = count_lines(files)
     compiled = [(f, t) for f, t in files if might_compile(t)]
     lines_c = sum(t.count("\n") + 1 for _, t in compiled)
     print(f"{len(files)} files, {lines} lines (torch + mindspore, every {args.every}th file); "
@@ -124,6 +91,13 @@ def main() -> None:
     print(f"  {args.jobs} processes, no cache      {wn:7.2f} s  (speed-up x{w1 / wn:.2f} on {os.cpu_count()} CPUs)")
     print(f"  {args.jobs} processes, cold cache    {wc:7.2f} s")
     print(f"  warm cache (nothing changed) {ww:7.2f} s  (x{wc / ww:.1f} faster than cold)")
+    path = write_results("lint", {
+        "machine": info, "files": len(files), "lines": lines, "every": args.every, "jobs": args.jobs,
+        "cpu_seconds": results, "cli_path_wall_seconds": {
+            "1 process, no cache": w1, f"{args.jobs} processes, no cache": wn,
+            f"{args.jobs} processes, cold cache": wc, f"{args.jobs} processes, warm cache": ww},
+        "cli_path_cpu_seconds_1_process": c1})
+    print(f"written: {path}")
 
 
 if __name__ == "__main__":
