@@ -236,6 +236,9 @@ class Site:
     def expr(self, template: str, **nodes) -> cst.BaseExpression:
         nodes = {k: (self.ref(v[1:]) if isinstance(v, str) and v.startswith("@") else v)
                  for k, v in nodes.items()}
+        if any(v is None for v in nodes.values()):   # the API used as a value, or an argument missing
+            raise Unconvertible("used without the arguments its conversion needs (not called here, "
+                                "or an argument is missing): convert this use by hand")
         for key in _PRIMARY_SLOT.findall(template):   # `{x}.attr`, `{x}[i]`, `{x}(...)`
             if key in nodes:
                 nodes[key] = _primary(nodes[key])
@@ -857,8 +860,9 @@ class Rewriter(cst.CSTTransformer):
         except Unconvertible as exc:
             self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
             return self.imports.source_ref(q)
-        except Exception as exc:  # a bug in a transform must not cost the rest of the file
-            self.flag("MSC107", f"{q}: {_describe(exc)}")
+        except Exception:  # transforms are written for calls; this is a bare reference
+            self.flag("manual", f"{q} used as a value: its conversion needs the call's arguments; "
+                                f"convert this use by hand")
             return self.imports.source_ref(q)
         self._record_conversion(rec, q)
         if _is_removed(out) and self.frames:
