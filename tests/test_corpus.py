@@ -3,9 +3,10 @@ mindspore packages (bench/robustness.py does the checks: no crash, output parses
 output again changes nothing, files without torch imports come back byte-identical, lint never
 crashes).
 
-The full corpus (4,427 files, 1.8M lines) took 21.5 min wall on the shared 2-core machine (2
-processes), so by default the slow test checks a deterministic sample: every SAMPLE_EVERY-th file
-of the sorted list (~550 files, ~3 min). `MSMIGRATE_CORPUS=full` checks every file, as
+The full corpus (4,427 files, 1.8M lines) took 9.5-21.5 min wall on the shared 2-core machine (2
+processes, depending on the load; under `pytest -n 2` the other worker takes one of the cores), so
+by default the slow test checks a deterministic sample: every SAMPLE_EVERY-th file of the sorted
+list (~550 files, 1.5-3 min). `MSMIGRATE_CORPUS=full` checks every file, as
 `python bench/robustness.py` does. The packages are located without importing them.
 """
 from __future__ import annotations
