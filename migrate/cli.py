@@ -32,7 +32,9 @@ def cli() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (default 0: all CPUs).")
 @click.option("--max-size", "max_mb", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
               help="Files using torch larger than this many MB are reported, not converted.")
-def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other, jobs, max_mb):
+@click.option("--no-cache", is_flag=True,
+              help="Do not read or write the result cache (.msmigrate_cache/convert in the current directory).")
+def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other, jobs, max_mb, no_cache):
     """Convert PyTorch scripts, notebooks and whole projects to MindSpore.
 
     PATHS are files or directories (searched recursively for .py and .ipynb files). By default
@@ -50,7 +52,7 @@ def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other
     from msmigrate.convert_run import Options, UsageError, run
 
     opts = Options(output=output, write=write, check=check, report=report_path, lint=not no_lint,
-                   quiet=quiet, copy_other=copy_other, jobs=jobs, max_mb=max_mb)
+                   quiet=quiet, copy_other=copy_other, jobs=jobs, max_mb=max_mb, cache=not no_cache)
     try:
         code = run(list(paths), opts)
     except UsageError as exc:

@@ -14,6 +14,7 @@ Never imports torch or mindspore.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -24,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from msmigrate import convert_cache
 from msmigrate.diagnostics import InputError
 from msmigrate.files import read_text, walk_tree, write_atomic
 
@@ -51,6 +53,7 @@ class Options:
     jobs: int = 0                  # 0: all cores
     max_mb: float = DEFAULT_MAX_MB
     progress: bool | None = None   # None: when stderr is a terminal
+    cache: bool = True             # reuse results from .msmigrate_cache/convert (content-hash keyed)
 
 
 @dataclass
@@ -63,6 +66,9 @@ class Job:
     classes: dict = field(default_factory=dict)   # name -> (file, first line, last line) of its class
     lint: bool = True
     max_bytes: int = 0
+    cache_dir: str | None = None    # where results are cached (None: no cache)
+    fingerprint: str = ""           # the converter's version and rules, part of every cache key
+    class_sources: dict | None = None   # the code of `classes`, read once per job
 
 
 # ---------------------------------------------------------------------------------------
@@ -72,7 +78,7 @@ class Job:
 def summarize_job(job: Job):
     """(module summary or None) of one file, for the project facts."""
     from msmigrate import notebook
-    from msmigrate.project import summarize
+    from msmigrate.project import ModuleSummary, summarize
 
     try:
         text, _ = read_text(job.path)
@@ -87,7 +93,15 @@ def summarize_job(job: Job):
             return None
     if "import" not in text:
         return None
-    return summarize(text, job.path.name == "__init__.py")
+    if job.cache_dir is None:
+        return summarize(text, job.path.name == "__init__.py")
+    k = convert_cache.key(job.fingerprint, "summary", job.path.name == "__init__.py", text.encode())
+    hit = convert_cache.get(job.cache_dir, k)
+    if hit is not None:
+        return None if hit.get("none") else ModuleSummary.from_dict(hit)
+    summary = summarize(text, job.path.name == "__init__.py")
+    convert_cache.put(job.cache_dir, k, {"none": True} if summary is None else dataclasses.asdict(summary))
+    return summary
 
 
 def convert_job(job: Job) -> dict:
@@ -104,10 +118,23 @@ def convert_job(job: Job) -> dict:
             raise InputError(str(job.path), f"file too large to convert ({len(text) / 1e6:.1f} MB > "
                                             f"{job.max_bytes / 1e6:g} MB; raise the limit with --max-size, "
                                             f"or split the file)")
+        k = None
+        if job.cache_dir is not None:
+            job.class_sources = _class_sources(job)
+            k = convert_cache.key(job.fingerprint, "convert", str(job.path), job.kind, job.lint,
+                                  job.project, job.class_sources, text.encode())
+            hit = convert_cache.get(job.cache_dir, k)
+            if hit is not None:   # lint findings name the output file, which may differ this run
+                out.update(hit, code=text if hit["code"] is None else hit["code"],
+                           lint=[{**f, "path": job.shown} for f in hit["lint"]])
+                return out
         if job.kind == "ipynb":
             _convert_notebook(job, text, out)
         else:
             _convert_python(job, text, out)
+        if k is not None:
+            convert_cache.put(job.cache_dir, k, {**{f: v for f, v in out.items() if f != "text"},
+                                                 "code": None if out["code"] == text else out["code"]})
     except InputError as exc:
         out["error"] = exc.diagnostic.to_dict()
         if exc.diagnostic.code == "MSC001" and job.kind == "py":
@@ -165,6 +192,8 @@ def _convert_python(job: Job, text: str, out: dict) -> None:
 
 def _class_sources(job: Job) -> dict[str, str]:
     """The code of the project classes the file imports, read from their files."""
+    if job.class_sources is not None:
+        return job.class_sources
     out, files = {}, {}
     for name, (path, first, last) in job.classes.items():
         try:
@@ -285,10 +314,12 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
 
     jobs = []
     max_bytes = int(opts.max_mb * 1e6)
+    cache = {"cache_dir": str(Path.cwd() / convert_cache.CACHE_DIR / "convert"),
+             "fingerprint": convert_cache.fingerprint()} if opts.cache else {}
     for f, root in sources:
         kind = "ipynb" if f.suffix == ".ipynb" else "py"
         shown = str(opts.output / f.relative_to(root)) if opts.output is not None else str(f)
-        jobs.append(Job(f, root, kind, shown, lint=opts.lint, max_bytes=max_bytes))
+        jobs.append(Job(f, root, kind, shown, lint=opts.lint, max_bytes=max_bytes, **cache))
     n_workers = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
     with _Pool(n_workers, len(jobs)) as pool:
         _attach_project_facts(jobs, pool, {p for p in paths if p.is_file()})
@@ -431,20 +462,28 @@ def _copy_other(src: Path, dest: Path, errors: list, err) -> None:
 
 def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> None:
     """Summarise every file, resolve the project facts per root, give each job its names.
-    A file passed directly is seen with the other .py files of its directory (read, never
-    converted): `convert train.py` knows the model in `models.py` beside it."""
+    A file passed directly is seen with the .py files beside it that it imports, directly or
+    through each other (read, never converted): `convert train.py` knows the model in
+    `models.py` beside it."""
     from msmigrate.project import Project, module_name
 
-    neighbours = []
-    converted = {j.path for j in jobs}
-    for d in sorted({j.root for j in jobs if j.path in direct}):
-        try:
-            names = sorted(n for n in os.listdir(d) if n.endswith(".py"))
-        except OSError:
-            continue
-        neighbours += [Job(d / n, d, "py", "", max_bytes=jobs[0].max_bytes) for n in names
-                       if d / n not in converted and (d / n).is_file()]
-    summaries = pool.map(summarize_job, jobs + neighbours)
+    summaries = list(pool.map(summarize_job, jobs))
+    seen = {j.path for j in jobs}
+    converted = set(seen)
+    neighbours: list[Job] = []
+    pending = [(j, s) for j, s in zip(jobs, summaries) if j.path in direct]
+    while pending:
+        wanted = []
+        for job, summary in pending:
+            for f in _imported_siblings(summary, job.path.parent) if summary is not None else ():
+                if f not in seen and f.is_file():
+                    seen.add(f)
+                    wanted.append(Job(f, job.root, "py", "", max_bytes=job.max_bytes,
+                                      cache_dir=job.cache_dir, fingerprint=job.fingerprint))
+        found = list(pool.map(summarize_job, wanted))
+        neighbours += wanted
+        summaries += found
+        pending = list(zip(wanted, found))
     by_root: dict[Path, list[tuple[Job, object]]] = {}
     for job, s in zip(jobs + neighbours, summaries):
         by_root.setdefault(job.root, []).append((job, s))
@@ -472,6 +511,18 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> 
             job.classes = {local: (str(paths[origin]), *project.modules[origin].class_lines[cls])
                            for local, (origin, cls) in project.class_origins(name, s).items()
                            if local in job.project}
+
+
+def _imported_siblings(summary, directory: Path) -> set[Path]:
+    """The `name.py` files in `directory` that a file's top-level imports could mean."""
+    names = set()
+    for imp in summary.imports.values():
+        if imp[0] == "module":
+            names.add(imp[1].split(".")[0])
+        elif imp[2] <= 1:   # ("from", module, level, name): `from m import x`, `from . import m`
+            names.add((imp[1] or imp[3]).split(".")[0])
+    names.update(module.split(".")[0] for module, level in summary.star if level <= 1)
+    return {directory / f"{n}.py" for n in sorted(names) if n}
 
 
 class _Pool:

@@ -35,6 +35,13 @@ class ModuleSummary:
     is_package: bool = False
     class_lines: dict[str, tuple[int, int]] = field(default_factory=dict)   # name -> (first, last) line
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModuleSummary":
+        """Back from dataclasses.asdict() through JSON (which turned the tuples into lists)."""
+        return cls({k: tuple(v) for k, v in d["imports"].items()}, [tuple(x) for x in d["star"]],
+                   d["classes"], d["functions"], d["is_package"],
+                   {k: tuple(v) for k, v in d["class_lines"].items()})
+
 
 def summarize(source: str, is_package: bool = False) -> ModuleSummary | None:
     """The summary of one file's text; None when it does not parse."""

@@ -290,3 +290,68 @@ def test_dataset_defined_in_another_file(tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "MSC101" not in result.stderr
     assert "column_names=['column_0', 'column_1', 'column_2']" in (tmp_path / "out" / "train.py").read_text()
+
+
+# ---- the result cache ---------------------------------------------------------------------
+
+def test_warm_cache_gives_the_same_results_without_converting(tmp_path, monkeypatch):
+    """A re-run on an unchanged tree takes every result from .msmigrate_cache/convert (the
+    converter is not called), with identical outputs, messages and lint findings naming the
+    new output directory; editing a model file re-converts the file importing that class."""
+    import msmigrate.engine
+
+    project = tmp_path / "proj"
+    shutil.copytree(PROJECT, project)
+    monkeypatch.chdir(tmp_path)
+    first = convert(project, "-o", tmp_path / "a", "-j", "1")
+    assert (tmp_path / ".msmigrate_cache" / "convert").is_dir()
+
+    converted = []
+    real = msmigrate.engine.convert_source
+
+    def counting(source, path="<string>", **kw):
+        converted.append(Path(path).name)
+        return real(source, path, **kw)
+
+    monkeypatch.setattr(msmigrate.engine, "convert_source", counting)
+    second = convert(project, "-o", tmp_path / "b", "-j", "1")
+    assert converted == []
+    assert second.exit_code == first.exit_code == 0
+    assert tree_bytes(tmp_path / "b") == tree_bytes(tmp_path / "a")
+    assert second.output.replace(str(tmp_path / "b"), "OUT") == first.output.replace(str(tmp_path / "a"), "OUT")
+
+    # a comment after the class train.py uses: only that file is converted again
+    residual = project / "nets" / "residual.py"
+    residual.write_text(residual.read_text() + "\n# edited\n")
+    assert convert(project, "-o", tmp_path / "c", "-j", "1").exit_code == 0
+    assert converted == ["residual.py"]
+    # the class itself changes: train.py (which builds its model from it) is converted again
+    converted.clear()
+    residual.write_text(residual.read_text().replace("width=32", "width=16"))
+    assert convert(project, "-o", tmp_path / "d", "-j", "1").exit_code == 0
+    assert {"residual.py", "train.py"} <= set(converted)   # (and nets/__init__.py, which re-exports it)
+    assert not {"models.py", "helpers.py", "blocks.py"} & set(converted)
+
+
+def test_no_cache_writes_no_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert convert(PROJECT, "-o", tmp_path / "a", "-j", "1", "--no-cache").exit_code == 0
+    assert not (tmp_path / ".msmigrate_cache").exists()
+
+
+def test_a_file_sees_the_siblings_it_imports_through_each_other(tmp_path, monkeypatch):
+    """`convert train.py` reads the files beside it that it imports, and what those import
+    (models.Net derives from layers.Base, an nn.Module), not every file in the directory."""
+    import msmigrate.convert_run as convert_run
+
+    (tmp_path / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (tmp_path / "models.py").write_text("from layers import Base\n\n\nclass Net(Base):\n    pass\n")
+    (tmp_path / "unrelated.py").write_text("import torch\n")
+    (tmp_path / "train.py").write_text("import torch\nfrom models import Net\n\nmodel = Net()\n")
+    read = []
+    real = convert_run.summarize_job
+    monkeypatch.setattr(convert_run, "summarize_job", lambda job: read.append(job.path.name) or real(job))
+    monkeypatch.chdir(tmp_path)
+    result = convert(tmp_path / "train.py", "-j", "1", "--no-cache")
+    assert "+model.set_train(True)" in result.output
+    assert sorted(read) == ["layers.py", "models.py", "train.py"]

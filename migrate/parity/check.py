@@ -265,7 +265,7 @@ def _convert(script: Path, workdir: Path) -> Path:
     out_dir = workdir / "converted"
     source = script.parent if _imports_siblings(script) else script
     err = io.StringIO()
-    status = run([source], ConvertOptions(output=out_dir, lint=False, quiet=True, jobs=1, progress=False),
+    status = run([source], ConvertOptions(output=out_dir, lint=False, quiet=True, jobs=1, progress=False, cache=False),
                  out=io.StringIO(), err=err)
     if status == 2 or not (out_dir / script.name).exists():
         raise ParityError(f"{script}: could not convert it:\n{err.getvalue()}")
