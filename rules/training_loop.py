@@ -128,6 +128,14 @@ class _Names:
         return name
 
 
+def _left_as_torch(qualname: str) -> bool:
+    """An optimizer class the table pass leaves as torch (no target, no transform)."""
+    from msmigrate.mapping import load_table
+
+    rec = load_table().lookup(qualname)
+    return rec is not None and not rec.target and not rec.transform
+
+
 class _Prescan(cst.CSTVisitor):
     """One cheap pass: the nodes on the way to each `.backward()` call (only those are rebuilt,
     so everything else keeps its identity and its original position), and which names hold
@@ -140,6 +148,7 @@ class _Prescan(cst.CSTVisitor):
         self.path: set[int] = set()
         self.scalers: set[str] = set()
         self.optimizers: set[str] = set()
+        self.unconvertible: dict[str, str] = {}   # optimizer name -> its torch class, left as torch
         self.data_parallel = False
 
     def on_visit(self, node) -> bool:
@@ -158,6 +167,8 @@ class _Prescan(cst.CSTVisitor):
                     self.scalers.add(name)
                 elif q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
                     self.optimizers.add(name)
+                    if _left_as_torch(q):
+                        self.unconvertible[name] = q
         return True
 
     def on_leave(self, node) -> None:
@@ -187,6 +198,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project)
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
+        self.unconvertible = scan.unconvertible
         self.data_parallel = scan.data_parallel
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
@@ -307,6 +319,11 @@ class TrainingLoopPass(cst.CSTTransformer):
         post = [s for s in body[b + 1:] if not self._is_zero_grad(s)]
 
         step = self._find_step(post, scaler)
+        if step is not None and step.get("optimizer") in self.unconvertible:
+            body[b] = self._flag(backward_stmt, "manual", f"{step['optimizer']} is a "
+                                 f"{self.unconvertible[step['optimizer']]}, which has no MindSpore "
+                                 f"counterpart: the training step is left as it was; rewrite it by hand")
+            return body
         if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
