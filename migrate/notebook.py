@@ -94,6 +94,10 @@ def program(nb: dict) -> Program:
     return Program("\n".join(lines) + "\n", cells, starts, lengths, magics)
 
 
+# a line Python cannot start this way: `%magic`, `!cmd`, `?obj`, `x = !cmd`, `x = %magic`
+_IPYTHON_START = re.compile(r"^\s*(?:[%!?]|[\w.]+\s*=\s*[!%])")
+
+
 def _open_at_line_starts(lines: list[str]) -> list[bool]:
     """For each line: does it start inside brackets or a triple-quoted string? (`% x` continuing
     a format expression, a docstring line ending in `?` are Python, not IPython.)"""
@@ -101,6 +105,8 @@ def _open_at_line_starts(lines: list[str]) -> list[bool]:
     depth, quote = 0, ""
     for ln in lines:
         out.append(depth > 0 or bool(quote))
+        if not out[-1] and _IPYTHON_START.match(ln):
+            continue   # `!echo (`: shell or magic text, whose brackets mean nothing to Python
         i = 0
         while i < len(ln):
             c = ln[i]

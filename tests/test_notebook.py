@@ -139,3 +139,14 @@ def test_python_lines_that_look_like_ipython(tmp_path):
     assert convert(src, "-w").exit_code == 0
     out = json.loads(src.read_text())["cells"][0]["source"]
     assert out == ['from mindspore import nn\n', *source[1:7], '    return nn.ReLU()\n', 'help?']
+
+
+def test_brackets_in_shell_and_magic_lines_do_not_open_python_brackets(tmp_path):
+    source = ['import torch\n', '!echo (\n', 'files = !ls [\n', '%time f(\n', 'x = torch.zeros(2)\n',
+              'z = (x %\n', '     2)']
+    src = tmp_path / "nb.ipynb"
+    src.write_text(json.dumps(notebook(code_cell(source))))
+    result = convert(src, "-w")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(src.read_text())["cells"][0]["source"]
+    assert out == ['from mindspore import ops\n', *source[1:4], 'x = ops.zeros(2)\n', *source[5:]]
