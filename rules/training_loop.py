@@ -320,9 +320,9 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         step = self._find_step(post, scaler)
         if step is not None and step.get("optimizer") in self.unconvertible:
-            body[b] = self._flag(backward_stmt, "manual", f"{step['optimizer']} is a "
-                                 f"{self.unconvertible[step['optimizer']]}, which has no MindSpore "
-                                 f"counterpart: the training step is left as it was; rewrite it by hand")
+            body[b] = self._flag(backward_stmt, "manual", f"{self.unconvertible[step['optimizer']]} "
+                                 f"({step['optimizer']}) has no MindSpore counterpart: the training "
+                                 f"step is left as it was; rewrite it by hand")
             return body
         if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
