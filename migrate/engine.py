@@ -607,18 +607,19 @@ class Rewriter(cst.CSTTransformer):
         kind = type(node)
         if kind in _TRIVIA:
             return False
-        if isinstance(node, cst.BaseStatement):
+        if _is_statement(kind):
             if self.focus is not None and not self.focus.wants(node):
                 self.untouched.add(id(node))
                 return False
             self.frames.append(_Frame(node, changes=self.changes))
         hook = _hook(kind, "visit_", self)
-        return hook is None or hook(self, node) is not False
+        return (hook is None or hook(self, node) is not False) and kind is not cst.Name
 
     def on_visit_attribute(self, node, attribute: str) -> None:
-        hook = _hook(type(node), f"visit_{{}}_{attribute}", self)
-        if hook is not None:
-            hook(self, node)
+        if type(node) in _FIELD_HOOK_TYPES:
+            hook = _hook(type(node), f"visit_{{}}_{attribute}", self)
+            if hook is not None:
+                hook(self, node)
 
     def on_leave_attribute(self, original, attribute: str) -> None:
         pass   # the rewriter has no leave_<Node>_<attribute> hooks
@@ -628,7 +629,7 @@ class Rewriter(cst.CSTTransformer):
         if kind in _TRIVIA:
             return updated
         hook = _hook(kind, "leave_", self)
-        if not isinstance(original, cst.BaseStatement):
+        if not _is_statement(kind):
             if kind in _OPERAND_FIELDS and updated is not original:
                 updated = _parenthesise_operands(original, updated)
             result = updated if hook is None else hook(self, original, updated)
@@ -804,7 +805,9 @@ class Rewriter(cst.CSTTransformer):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         self.skip.add(id(node.attr))
         if id(node) in self.skip:
-            return True
+            # a call's func or a class base, resolved by the Call/ClassDef: a plain dotted
+            # chain holds nothing else (its Names are skipped too)
+            return dotted(node) is None
         return self._visit_reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -828,7 +831,8 @@ class Rewriter(cst.CSTTransformer):
         """A bare reference (not called): `torch.float32`, `F.relu` passed as a value."""
         q = self.scopes.resolve(node)
         if not is_source(q):
-            return True
+            # a dotted name not rooted at torch: its prefixes share the root, nothing to visit
+            return dotted(node) is None
         self.pos_stack.append(self._pos(node))
         try:
             self.replace[id(node)] = self._convert_reference(node, q)
@@ -1012,6 +1016,11 @@ class Rewriter(cst.CSTTransformer):
                 transform_function(rec.on_instantiate)(site, name)
 
 
+# Node types with a visit_<Node>_<field> hook of the Rewriter's own (the base class has no-op ones
+# for all; libcst calls on_visit_attribute for every field of every visited node)
+_FIELD_HOOK_TYPES = frozenset(getattr(cst, name.split("_")[1]) for name in vars(Rewriter)
+                              if re.fullmatch(r"visit_[A-Z][A-Za-z]*_[a-z]\w*", name))
+
 # Whitespace, comments and punctuation: nothing in them is converted, so neither they nor their
 # whitespace children are visited (about half the nodes of a module).
 _TRIVIA = frozenset({
@@ -1023,6 +1032,16 @@ _TRIVIA = frozenset({
         c, (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))),
 })
 _HOOKS: dict[tuple, object] = {}
+_STATEMENT_TYPES: dict[type, bool] = {}
+
+
+def _is_statement(kind: type) -> bool:
+    """isinstance(node, cst.BaseStatement) by type, cached (an ABC check is slow per node)."""
+    try:
+        return _STATEMENT_TYPES[kind]
+    except KeyError:
+        _STATEMENT_TYPES[kind] = found = issubclass(kind, cst.BaseStatement)
+        return found
 
 
 def _hook(kind: type, pattern: str, visitor):
