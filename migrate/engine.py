@@ -20,7 +20,7 @@ from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Di
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
-                             is_source, module_imports, taken_names)
+                             is_source, is_statement_type, module_imports, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 
 MARKER = "# msmigrate:"
@@ -90,12 +90,13 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
         return ConversionResult(path, source, source)   # mentions torch, imports none of it
     # Positions of original nodes, computed when a diagnostic or conversion needs one; later
     # passes reuse unchanged subtrees, so their nodes still find their original line and column.
-    source_map = SourceMap(module, names.tree)
+    source_map = SourceMap(module, names.tree, source)
     positions = Positions(module, source, source_map)
     plan = ImportPlan(names.imports, names.taken, names.guarded)
     # lines that import torch (`from torch... import`, `import ... torch...`)
     plan.may_import = Focus(source, source_map, (), (), _SOURCE_IMPORT_LINE).wants
     plan.source_aliases = names.source_aliases
+    plan.source_text, plan.source_names = source_map.top_level_text, source_map.top_level_names
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}))
     for structural_pass in structural_passes():
@@ -607,7 +608,7 @@ class Rewriter(cst.CSTTransformer):
         kind = type(node)
         if kind in _TRIVIA:
             return False
-        if _is_statement(kind):
+        if is_statement_type(kind):
             if self.focus is not None and not self.focus.wants(node):
                 self.untouched.add(id(node))
                 return False
@@ -629,7 +630,7 @@ class Rewriter(cst.CSTTransformer):
         if kind in _TRIVIA:
             return updated
         hook = _hook(kind, "leave_", self)
-        if not _is_statement(kind):
+        if not is_statement_type(kind):
             if kind in _OPERAND_FIELDS and updated is not original:
                 updated = _parenthesise_operands(original, updated)
             result = updated if hook is None else hook(self, original, updated)
@@ -1032,16 +1033,6 @@ _TRIVIA = frozenset({
         c, (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))),
 })
 _HOOKS: dict[tuple, object] = {}
-_STATEMENT_TYPES: dict[type, bool] = {}
-
-
-def _is_statement(kind: type) -> bool:
-    """isinstance(node, cst.BaseStatement) by type, cached (an ABC check is slow per node)."""
-    try:
-        return _STATEMENT_TYPES[kind]
-    except KeyError:
-        _STATEMENT_TYPES[kind] = found = issubclass(kind, cst.BaseStatement)
-        return found
 
 
 def _hook(kind: type, pattern: str, visitor):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from msmigrate.mapping import RULES_DIR
-from msmigrate.names import SOURCE_ROOTS, dotted, import_bindings
+from msmigrate.names import SOURCE_ROOTS, dotted, import_bindings, is_statement_type
 
 
 @functools.lru_cache(maxsize=None)
@@ -45,6 +45,10 @@ class ImportPlan:
         # statement -> False when it certainly holds no import statement (its subtree is skipped)
         self.may_import: Callable[[cst.CSTNode], bool] = lambda stmt: True
         self.source_aliases: set[str] | None = None   # names torch imports bind (None: unknown)
+        # an original top-level statement -> its source text / the names it uses (None: any
+        # other statement, whose code is generated and parsed)
+        self.source_text: Callable[[cst.CSTNode], str | None] = lambda stmt: None
+        self.source_names: Callable[[cst.CSTNode], set[str] | None] = lambda stmt: None
         self._texts: dict[int, tuple[cst.CSTNode, str]] = {}   # top-level statement -> its code
 
     def _usable(self, bound: str, module: str) -> bool:
@@ -112,7 +116,9 @@ class ImportPlan:
         hit = self._texts.get(id(stmt))
         if hit is not None and hit[0] is stmt:
             return hit[1]
-        text = module.code_for_node(stmt)   # a top-level statement's code, as in the module's
+        text = self.source_text(stmt)
+        if text is None:
+            text = module.code_for_node(stmt)   # a top-level statement's code, as in the module's
         self._texts[id(stmt)] = (stmt, text)
         return text
 
@@ -125,15 +131,18 @@ class ImportPlan:
         asked = frozenset(self.source_aliases | set(self.needed)) - {""}
         used: set[str] = set()
         texts = [self._text(module, stmt) for stmt in module.body]
-        for text in texts:
+        for stmt, text in zip(module.body, texts):
             if not asked:
                 break   # every name asked about is known to be used
             if _mentions(asked).search(text):
-                try:
-                    tree = ast.parse(text)
-                except SyntaxError:
-                    return _used_names(module)
-                used.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+                names = self.source_names(stmt)
+                if names is None:
+                    try:
+                        tree = ast.parse(text)
+                    except SyntaxError:
+                        return _used_names(module)
+                    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+                used.update(names)
                 asked = asked - used
         return used
 
@@ -202,6 +211,11 @@ def _is_source_alias(bound_qual: tuple[str, str]) -> bool:
     return bound_qual[1].split(".")[0] in SOURCE_ROOTS
 
 
+# Nodes other than statements whose children are statements
+_HOLDS_STATEMENTS = frozenset({cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.Else, cst.ExceptHandler,
+                               cst.Finally, cst.MatchCase, getattr(cst, "ExceptStarHandler", cst.ExceptHandler)})
+
+
 class _RemoveUnusedSourceImports(cst.CSTTransformer):
     """Drops torch-family import aliases nobody uses any more; remembers where the first
     top-level one stood so new imports take its place (and its leading comments)."""
@@ -222,23 +236,28 @@ class _RemoveUnusedSourceImports(cst.CSTTransformer):
         self._top = {id(s): i for i, s in enumerate(node.body)}
 
     def on_visit(self, node) -> bool:
-        # imports are statements: expressions need no visit, nor statements without imports
-        if isinstance(node, cst.BaseExpression):
-            return False
-        if isinstance(node, cst.BaseStatement):
+        # Only statements and what holds them are visited, and only compound statements whose
+        # lines hold an import: leave_SimpleStatementLine reads its import statements itself.
+        kind = type(node)
+        if is_statement_type(kind):
             self._marks.append(self.changes)
-            if not self.may_import(node):
+            if kind is cst.SimpleStatementLine or not self.may_import(node):
                 return False
+        elif kind not in _HOLDS_STATEMENTS:
+            return False
         return super().on_visit(node)
 
     def on_leave(self, original, updated):
         # the comments above a removed import go to the next statement of its block
+        kind = type(original)
+        if original is updated and not is_statement_type(kind) and kind not in _HOLDS_STATEMENTS:
+            return updated   # not visited (and no hooks): nothing to do
         result = super().on_leave(original, updated)
         if isinstance(result, cst.BaseStatement) and self.orphans.get(self.depth):
             result = result.with_changes(leading_lines=[*self.orphans.pop(self.depth), *result.leading_lines])
         if result is not updated:
             self.changes += 1
-        if isinstance(original, cst.BaseStatement) and self._marks.pop() == self.changes:
+        if is_statement_type(kind) and self._marks.pop() == self.changes:
             return original   # rebuilt but unchanged
         return result
 

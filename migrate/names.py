@@ -26,6 +26,19 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+_STATEMENT_TYPES: dict[type, bool] = {}
+
+
+def is_statement_type(kind: type) -> bool:
+    """issubclass(kind, cst.BaseStatement), cached: visitors ask it per node, and an ABC check
+    is slow."""
+    try:
+        return _STATEMENT_TYPES[kind]
+    except KeyError:
+        _STATEMENT_TYPES[kind] = found = issubclass(kind, cst.BaseStatement)
+        return found
+
+
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str]]:
     """The (bound name, qualified name) pairs an import statement creates."""
     out = []

@@ -7,8 +7,8 @@ generation of the whole module, ~2x the cost of parsing it):
   from its `ast` twin; an expression's from generating, with position tracking, only the one
   statement (or compound-statement header) around it, started at that statement's known line
   and indentation. The numbers are libcst's own (same codegen), so diagnostics do not change.
-  Anything this cannot place (a Match statement, a node rebuilt by a pass) falls back to the
-  full PositionProvider once per file.
+  A statement a pass built has no position; any other node this cannot place (an expression
+  in a statement a pass rebuilt) falls back to the full PositionProvider once per file.
 - `Focus`: which statements can contain something the converter rewrites (a name bound to a
   torch import, a method name of the mapping tables, a class defined in the file...), judged on
   the source lines the statement spans. The rewriter skips the other statements: untouched
@@ -62,14 +62,17 @@ def _suite(body) -> Iterable:
 
 
 class SourceMap:
-    """original libcst statement (and except handler) -> its ast node, built on first use."""
+    """original libcst statement (and except handler) -> its ast node, built on first use;
+    with the source text, also the text of each original top-level statement."""
 
-    def __init__(self, module: cst.Module, tree: ast.Module | None) -> None:
+    def __init__(self, module: cst.Module, tree: ast.Module | None, source: str | None = None) -> None:
         self.module = module
         self.tree = tree
+        self.source = source
         self._nodes: dict[cst.CSTNode, ast.AST] | None = None if tree is not None else {}
         self.elifs: set[cst.CSTNode] = set()
         self.ok = tree is not None
+        self._spans: dict[int, tuple[cst.CSTNode, int, int]] | None = None
 
     @property
     def nodes(self) -> dict:
@@ -137,6 +140,76 @@ class SourceMap:
         decorators = getattr(a, "decorator_list", None)
         return decorators[0].lineno if decorators else a.lineno
 
+    # ---- original top-level statements: their text and names without code generation -------
+    def top_level_text(self, stmt) -> str | None:
+        """The code libcst generates for an original top-level statement (leading comment and
+        blank lines, decorators, the body up to the next statement): a slice of the source.
+        None for any other node, or when the file's layout is not one this can slice."""
+        hit = self.spans.get(id(stmt))
+        return self.source[hit[1]:hit[2]] if hit is not None and hit[0] is stmt else None
+
+    def top_level_names(self, stmt) -> set[str] | None:
+        """The identifiers (ast.Name ids) an original top-level statement uses, from the ast
+        tree (as parsing its `top_level_text` would give); None for any other node."""
+        hit = self.spans.get(id(stmt))
+        if hit is None or hit[0] is not stmt:
+            return None
+        twins = [self.nodes[s] for s in stmt.body] if isinstance(stmt, cst.SimpleStatementLine) \
+            else [self.nodes[stmt]]
+        return {n.id for t in twins for n in ast.walk(t) if type(n) is ast.Name}
+
+    @property
+    def spans(self) -> dict[int, tuple[cst.CSTNode, int, int]]:
+        if self._spans is None:
+            self._spans = self._top_level_spans()
+        return self._spans
+
+    def _top_level_spans(self) -> dict:
+        """id(top-level statement) -> (statement, start, end) offsets in the source. A statement
+        starts its leading lines before its first line (one line each: libcst's EmptyLine) and
+        ends where the next one starts; the module header and footer are one line per EmptyLine
+        too. Anything that does not add up exactly (a backslash in a blank line, a BOM, ast
+        and libcst disagreeing) leaves the map empty: the caller generates the code."""
+        source, module = self.source, self.module
+        if source is None or not module.body or not source.endswith(("\n", "\r")) or not self.nodes:
+            return {}
+        if _multiline(module.header) or _multiline(module.footer):
+            return {}
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]   # starts[-1] == len(source)
+        n_lines = len(starts) - 1
+        lines = []          # 1-based first line of each statement's span
+        last_code = len(module.header)   # last line holding code so far (the header: none)
+        for stmt in module.body:
+            a = self.nodes.get(stmt)
+            if a is None or _multiline(stmt.leading_lines):
+                return {}
+            first = self.first_line(stmt)
+            decorators = getattr(stmt, "decorators", None)
+            start = first - len(stmt.leading_lines) - (len(decorators[0].leading_lines) if decorators else 0)
+            if decorators and _multiline(decorators[0].leading_lines):
+                return {}
+            if (start - 1 != last_code) if not lines else (start <= last_code):
+                return {}
+            char = source[starts[first - 1]:starts[first - 1] + 1]
+            if (char != "@") if decorators else (char in "@ \t\f\\\r\n#" or not char.isascii()):
+                return {}
+            end = self.nodes.get(stmt.body[-1]) if isinstance(stmt, cst.SimpleStatementLine) else a
+            if end is None or getattr(end, "end_lineno", None) is None:
+                return {}
+            last_code = end.end_lineno
+            lines.append(start)
+        footer_start = n_lines - len(module.footer) + 1
+        if footer_start <= last_code:
+            return {}
+        bounds = [starts[line - 1] for line in lines] + [starts[footer_start - 1]]
+        return {id(stmt): (stmt, bounds[i], bounds[i + 1]) for i, stmt in enumerate(module.body)}
+
+
+def _multiline(empty_lines) -> bool:
+    """Can one of these EmptyLines span more than one physical line (a backslash continuation
+    in its whitespace)?"""
+    return any("\\" in line.whitespace.value for line in empty_lines)
+
 
 class Positions:
     """`get(node, near=statement)` -> CodeRange, like PositionProvider's mapping: computed for
@@ -178,8 +251,10 @@ class Positions:
             self._whole_module()
             return self._computed.get(node, default)
         a = self.smap.nodes.get(node)
-        if a is not None and isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
-            found = self._statement(node, a)
+        if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
+            if a is None and self.smap.ok:
+                return default   # every original statement is mapped: this one a pass built
+            found = self._statement(node, a) if a is not None else None
             if found is not None:
                 return found
         for stmt in (near, node):
@@ -219,10 +294,11 @@ class Positions:
             for h in stmt.handlers:
                 self._generate(h, h.with_changes(body=_STUB), nodes[h].lineno - len(h.leading_lines), nodes[h])
             return
-        if isinstance(stmt, cst.Match) or not isinstance(stmt, cst.BaseStatement):
+        if not isinstance(stmt, cst.BaseStatement):
             return   # small statements are placed with their line
         stub = stmt
-        if isinstance(stmt, cst.BaseCompoundStatement):
+        if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, cst.Match):
+            # (a match statement is generated whole: its cases hold the bodies)
             changes = {}
             if isinstance(stmt.body, cst.IndentedBlock):
                 changes["body"] = _STUB
