@@ -115,3 +115,58 @@ def test_focus_keeps_every_statement_that_mentions_a_name():
     module.visit(Walk())
     assert all("torch" not in code and ".item" not in code for code in skipped)
     assert any("pass" in code for code in skipped) and kept
+
+
+def test_match_statement_is_placed_without_the_whole_module_pass():
+    source = "import torch\n\n" + TRICKY[TRICKY.index("class C"):]
+    visitor, positions = _compare(source)
+    assert visitor.checked > 20 and visitor.wrong == []
+    assert positions.fallbacks == 0
+
+
+def test_statement_built_by_a_pass_has_no_position_and_needs_no_fallback():
+    module = cst.parse_module(TRICKY)
+    positions = Positions(module, TRICKY, SourceMap(module, ast.parse(TRICKY)))
+    assert positions.get(cst.parse_statement("x = torch.zeros(1)\n")) is None
+    assert positions.fallbacks == 0
+    assert positions.get(module.body[0]).start.line == 2   # originals still placed
+
+
+def _check_top_level_slices(source: str) -> int:
+    module = cst.parse_module(source)
+    smap = SourceMap(module, ast.parse(source), source)
+    for stmt in module.body:
+        text = smap.top_level_text(stmt)
+        assert text == module.code_for_node(stmt)
+        assert smap.top_level_names(stmt) == {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+    # anything else is not sliced: nested statements, copies
+    nested = module.body[-1].body.body[0]
+    assert smap.top_level_text(nested) is None and smap.top_level_names(nested) is None
+    assert smap.top_level_text(module.body[0].deep_clone()) is None
+    return len(module.body)
+
+
+def test_top_level_statements_are_sliced_from_the_source_as_libcst_generates_them():
+    assert _check_top_level_slices(TRICKY) == 3
+    assert _check_top_level_slices(TRICKY + "\n# footer comment\n\n") == 3
+    crlf = TRICKY.replace("\n", "\r\n")
+    assert _check_top_level_slices(crlf) == 3
+    for path in FIXTURES:
+        source = path.read_text(encoding="utf-8")
+        module = cst.parse_module(source)
+        smap = SourceMap(module, ast.parse(source), source)
+        assert smap.spans or not module.body, path.name
+        for stmt in module.body:
+            assert smap.top_level_text(stmt) == module.code_for_node(stmt), path.name
+
+
+def test_layouts_that_do_not_add_up_are_not_sliced():
+    # a backslash continuation on a blank line: one EmptyLine, two physical lines
+    source = "import torch\n \\\n\nx = torch.zeros(1)\n"
+    module = cst.parse_module(source)
+    smap = SourceMap(module, ast.parse(source), source)
+    assert "\\" in module.body[1].leading_lines[0].whitespace.value
+    assert smap.top_level_text(module.body[1]) is None and smap.top_level_text(module.body[0]) is None
+    no_newline = "import torch\nx = 1"
+    module = cst.parse_module(no_newline)
+    assert SourceMap(module, ast.parse(no_newline), no_newline).top_level_text(module.body[0]) is None
