@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -20,7 +20,7 @@ from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Di
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
-                             is_source, is_statement_type, module_imports, taken_names)
+                             TRIVIA_TYPES, is_source, is_statement_type, module_imports, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 
 MARKER = "# msmigrate:"
@@ -98,7 +98,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan.source_aliases = names.source_aliases
     plan.source_text, plan.source_names = source_map.top_level_text, source_map.top_level_names
     ctx = FileContext(path, source, module, plan, Reporter(path),
-                      positions, names, project, dict(project_classes or {}))
+                      positions, names, project, dict(project_classes or {}), source_map)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -121,6 +121,15 @@ class FileContext:
     names: SourceNames
     project: dict = field(default_factory=dict)   # name -> torch API its call creates (see convert_source)
     project_classes: dict = field(default_factory=dict)   # name -> source of a class in another file
+
+    source_map: SourceMap | None = None
+
+    def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
+        """A test for original statements: False only when none of `words` occurs as an
+        identifier on the source lines the statement spans (for passes that scan the module)."""
+        if self.source_map is None:
+            return lambda stmt: True
+        return Focus(self.source, self.source_map, words, ()).wants
 
     def known_scope(self, node) -> dict | None:
         """Precomputed bindings of a def/class that still has its original position."""
@@ -1024,14 +1033,7 @@ _FIELD_HOOK_TYPES = frozenset(getattr(cst, name.split("_")[1]) for name in vars(
 
 # Whitespace, comments and punctuation: nothing in them is converted, so neither they nor their
 # whitespace children are visited (about half the nodes of a module).
-_TRIVIA = frozenset({
-    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
-    cst.EmptyLine, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual,
-    cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ImportStar,
-    *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(
-        c, (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))),
-})
+_TRIVIA = TRIVIA_TYPES
 _HOOKS: dict[tuple, object] = {}
 
 

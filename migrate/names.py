@@ -26,6 +26,16 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+# Whitespace, comments, punctuation, operators and literals: nodes that hold no name, call or
+# statement (visitors that look for those skip them and their whitespace children)
+TRIVIA_TYPES = frozenset({
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
+    cst.EmptyLine, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual,
+    cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ImportStar,
+    *(c for c in vars(cst).values() if isinstance(c, type) and issubclass(
+        c, (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp))),
+})
 _STATEMENT_TYPES: dict[type, bool] = {}
 
 

@@ -31,7 +31,7 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, names, ordered_reads, reads, writes
-from msmigrate.names import ScopeStack, dotted, params_of
+from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -141,9 +141,10 @@ class _Prescan(cst.CSTVisitor):
     so everything else keeps its identity and its original position), and which names hold
     optimizers and grad scalers."""
 
-    def __init__(self, scopes: ScopeStack, project: dict[str, str]) -> None:
+    def __init__(self, scopes: ScopeStack, project: dict[str, str], wants=lambda stmt: True) -> None:
         self.scopes = scopes
         self.project = project   # factories and classes defined in other files -> torch API
+        self.wants = wants       # statement -> False when its lines name nothing this looks for
         self.stack: list[int] = []
         self.path: set[int] = set()
         self.scalers: set[str] = set()
@@ -153,6 +154,9 @@ class _Prescan(cst.CSTVisitor):
 
     def on_visit(self, node) -> bool:
         self.stack.append(id(node))
+        kind = type(node)
+        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
+            return False
         if isinstance(node, cst.Call) and self.scopes.resolve(node.func) in DATA_PARALLEL:
             self.data_parallel = True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
@@ -195,7 +199,11 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
-        scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project)
+        # the scan resolves through module-level imports and project names only: a statement
+        # naming neither (nor `backward`) holds nothing it records
+        words = {b for b, q in ctx.names.imports.items() if is_source(q)}
+        words |= {part for key in ctx.project for part in key.split(".")} | {"backward"}
+        scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words))
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible
