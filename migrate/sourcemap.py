@@ -73,6 +73,7 @@ class SourceMap:
         self.elifs: set[cst.CSTNode] = set()
         self.ok = tree is not None
         self._spans: dict[int, tuple[cst.CSTNode, int, int]] | None = None
+        self._starts: list[int] | None = None
 
     @property
     def nodes(self) -> dict:
@@ -158,6 +159,12 @@ class SourceMap:
             else [self.nodes[stmt]]
         return {n.id for t in twins for n in ast.walk(t) if type(n) is ast.Name}
 
+    def line_starts(self) -> list[int]:
+        """Offset of each source line's first character (libcst's line breaks)."""
+        if self._starts is None:
+            self._starts = _line_starts(self.source)
+        return self._starts
+
     @property
     def spans(self) -> dict[int, tuple[cst.CSTNode, int, int]]:
         if self._spans is None:
@@ -175,7 +182,7 @@ class SourceMap:
             return {}
         if _multiline(module.header) or _multiline(module.footer):
             return {}
-        starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]   # starts[-1] == len(source)
+        starts = self.line_starts()   # starts[-1] == len(source): it ends with a line break
         n_lines = len(starts) - 1
         lines = []          # 1-based first line of each statement's span
         last_code = len(module.header)   # last line holding code so far (the header: none)
@@ -203,6 +210,10 @@ class SourceMap:
             return {}
         bounds = [starts[line - 1] for line in lines] + [starts[footer_start - 1]]
         return {id(stmt): (stmt, bounds[i], bounds[i + 1]) for i, stmt in enumerate(module.body)}
+
+
+def _line_starts(source: str) -> list[int]:
+    return [0] + [m.end() for m in _NEWLINE.finditer(source)]
 
 
 def _multiline(empty_lines) -> bool:
@@ -401,8 +412,9 @@ class Focus:
         names = sorted({n for n in names if n.isidentifier()}, key=len, reverse=True)
         methods = sorted({m for m in methods if m.isidentifier()}, key=len, reverse=True)
         parts = []
-        if names:
-            parts.append(r"\b(?:%s)\b" % "|".join(names))
+        if names:   # the lookahead rejects most positions before the alternation is tried
+            first = "".join(sorted({n[0] for n in names}))
+            parts.append(r"(?=[%s])\b(?:%s)\b" % (first, "|".join(names)))
         if methods:
             parts.append(r"\.\s*(?:%s)\b" % "|".join(methods))
         if pattern:
@@ -410,7 +422,7 @@ class Focus:
         self.hits: list[int] = []
         if parts:
             found = re.compile("|".join(parts), re.M)
-            starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+            starts = smap.line_starts() if smap.source is source else _line_starts(source)
             line = 0
             for m in found.finditer(source):
                 line = bisect.bisect_right(starts, m.start(), lo=line)   # 1-based line of the hit
