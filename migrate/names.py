@@ -297,6 +297,23 @@ _SCOPES = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef, _ast.Lambda)
 _COMPREHENSIONS = (_ast.ListComp, _ast.SetComp, _ast.DictComp, _ast.GeneratorExp)
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _push_children(stack: list, node, kind: type) -> None:
+    """The child nodes of `node` onto `stack` (ast.iter_child_nodes without its per-field
+    generator; `ctx` markers and non-node list items are left out)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+    for f in fields:
+        value = getattr(node, f, None)
+        if type(value) is list:
+            stack.extend(v for v in value if isinstance(v, _ast.AST))
+        elif isinstance(value, _ast.AST):
+            stack.append(value)
+
+
 def _scope_bindings(body: list) -> dict[str, str | None]:
     """Names a def/class body binds, not descending into nested scopes or comprehensions."""
     out: dict[str, str | None] = {}
@@ -319,7 +336,7 @@ def _scope_bindings(body: list) -> dict[str, str | None]:
             out[node.id] = None
         elif isinstance(node, _ast.ExceptHandler) and node.name:
             out[node.name] = None
-        stack.extend(_ast.iter_child_nodes(node))
+        _push_children(stack, node, type(node))
     for g in globals_:
         out.pop(g, None)
     return out
@@ -347,28 +364,34 @@ def analyze_source(source: str) -> SourceNames:
     classes: set[str] = set()
     call_assignments = []
     source_aliases: set[str] = set()
-    for node in _ast.walk(tree):
-        if isinstance(node, _ast.Name) and isinstance(node.ctx, _ast.Store):
-            taken.add(node.id)
-        elif isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call):
+    stack: list = [tree]
+    while stack:   # every node once (in no particular order), as ast.walk but cheaper
+        node = stack.pop()
+        kind = type(node)
+        if kind is _ast.Name:
+            if type(node.ctx) is _ast.Store:
+                taken.add(node.id)
+            continue   # no child nodes
+        if kind is _ast.Assign and type(node.value) is _ast.Call:
             targets = [t.id if isinstance(t, _ast.Name) else t.attr for t in node.targets
                        if isinstance(t, (_ast.Name, _ast.Attribute))]
             call_assignments.append((node.lineno, node.end_lineno, targets))
-        elif isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+        elif kind is _ast.FunctionDef or kind is _ast.AsyncFunctionDef:
             taken.add(node.name)
             params = _ast_params(node.args)
             taken.update(params)
             scopes[(node.lineno, node.col_offset)] = {**{p: None for p in params}, **_scope_bindings(node.body)}
-        elif isinstance(node, _ast.ClassDef):
+        elif kind is _ast.ClassDef:
             taken.add(node.name)
             classes.add(node.name)
             scopes[(node.lineno, node.col_offset)] = _scope_bindings(node.body)
-        elif isinstance(node, _ast.Lambda):
+        elif kind is _ast.Lambda:
             taken.update(_ast_params(node.args))
-        elif isinstance(node, (_ast.Import, _ast.ImportFrom)):
+        elif kind is _ast.Import or kind is _ast.ImportFrom:
             for b, q in _ast_import_bindings(node):
                 (source_aliases if is_source(q) else taken).add(b)
-        elif isinstance(node, _ast.ExceptHandler) and node.name:
+        elif kind is _ast.ExceptHandler and node.name:
             taken.add(node.name)
+        _push_children(stack, node, kind)
     return SourceNames(imports, taken, scopes, tree, classes, call_assignments, conditional - unconditional,
                        source_aliases=source_aliases)
