@@ -97,6 +97,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan.may_import = Focus(source, source_map, (), (), _SOURCE_IMPORT_LINE).wants
     plan.source_aliases = names.source_aliases
     plan.source_text, plan.source_names = source_map.top_level_text, source_map.top_level_names
+    plan.stand_ins = source_map.with_verbatim
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}), source_map)
     for structural_pass in structural_passes():

@@ -49,6 +49,8 @@ class ImportPlan:
         # other statement, whose code is generated and parsed)
         self.source_text: Callable[[cst.CSTNode], str | None] = lambda stmt: None
         self.source_names: Callable[[cst.CSTNode], set[str] | None] = lambda stmt: None
+        # a statement -> the same for code generation, unchanged nested parts standing in as text
+        self.stand_ins: Callable[[cst.CSTNode], cst.CSTNode] = lambda stmt: stmt
         self._texts: dict[int, tuple[cst.CSTNode, str]] = {}   # top-level statement -> its code
 
     def _usable(self, bound: str, module: str) -> bool:
@@ -117,8 +119,8 @@ class ImportPlan:
         if hit is not None and hit[0] is stmt:
             return hit[1]
         text = self.source_text(stmt)
-        if text is None:
-            text = module.code_for_node(stmt)   # a top-level statement's code, as in the module's
+        if text is None:   # a top-level statement's code, as in the module's
+            text = module.code_for_node(self.stand_ins(stmt))
         self._texts[id(stmt)] = (stmt, text)
         return text
 

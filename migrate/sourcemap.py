@@ -74,6 +74,7 @@ class SourceMap:
         self.ok = tree is not None
         self._spans: dict[int, tuple[cst.CSTNode, int, int]] | None = None
         self._starts: list[int] | None = None
+        self._following: dict[int, tuple] = {}   # id(statement) -> (it, the next one in its block)
 
     @property
     def nodes(self) -> dict:
@@ -87,8 +88,11 @@ class SourceMap:
 
     def _pair(self, cst_body, ast_body: list) -> None:
         out = self._nodes
+        following = self._following
         i = 0
-        for s in cst_body:
+        for k, s in enumerate(cst_body):
+            if k + 1 < len(cst_body):
+                following[id(s)] = (s, cst_body[k + 1])
             if isinstance(s, cst.SimpleStatementLine):
                 out[s] = ast_body[i]
                 for small in s.body:
@@ -159,6 +163,75 @@ class SourceMap:
             else [self.nodes[stmt]]
         return {n.id for t in twins for n in ast.walk(t) if type(n) is ast.Name}
 
+    # ---- nested original statements: their text stands in for their code generation ---------
+    def with_verbatim(self, node):
+        """`node` (a statement of the converted module) with each unchanged original statement
+        nested in it that has a next statement in its original block replaced by a stand-in
+        whose code is its source text (when generated at its original indentation). Only the
+        statements and blocks on the way are rebuilt."""
+        if self.source is None or not self.nodes:
+            return node
+        return self._verbatim(node)
+
+    def _verbatim(self, node):
+        if isinstance(node, cst.IndentedBlock):
+            body = [self._stand_in(s) for s in node.body]
+            changed = any(a is not b for a, b in zip(body, node.body))
+            return node.with_changes(body=body) if changed else node
+        changes = {}
+        for name in ("body", "orelse", "finalbody"):
+            child = getattr(node, name, None)
+            if isinstance(child, (cst.IndentedBlock, cst.Else, cst.Finally, cst.If)):
+                new = self._verbatim(child)
+                if new is not child:
+                    changes[name] = new
+        for name in ("handlers", "cases"):
+            children = getattr(node, name, None)
+            if children:
+                new = [self._verbatim(c) for c in children]
+                if any(a is not b for a, b in zip(new, children)):
+                    changes[name] = new
+        return node.with_changes(**changes) if changes else node
+
+    def _stand_in(self, stmt):
+        hit = self._following.get(id(stmt))
+        if hit is not None and hit[0] is stmt:
+            found = self._nested_text(stmt, hit[1])
+            if found is not None:
+                return _Verbatim(stmt, *found)
+        return self._verbatim(stmt)
+
+    def _nested_text(self, stmt, following) -> tuple[str, str] | None:
+        """(source text, indentation) of an original statement up to the next one in its block,
+        or None when the layout does not add up (see _top_level_spans)."""
+        start, end = self._span_start(stmt), self._span_start(following)
+        if start is None or end is None:
+            return None
+        a, last = self.nodes[stmt], self.nodes.get(stmt.body[-1]) if isinstance(stmt, cst.SimpleStatementLine) \
+            else self.nodes[stmt]
+        starts = self.line_starts()
+        if last is None or getattr(last, "end_lineno", None) is None or starts[last.end_lineno] > end:
+            return None
+        line = starts[a.lineno - 1]
+        indent = self.source[line:line + a.col_offset]
+        if not indent or not indent.isascii() or indent.strip(" \t") or \
+                self.source[line + a.col_offset:line + a.col_offset + 1] in ("", " ", "\t", "\\", "#", "\n", "\r"):
+            return None
+        if getattr(stmt, "decorators", None):
+            at = starts[self.first_line(stmt) - 1] + len(indent)
+            if self.source[starts[self.first_line(stmt) - 1]:at] != indent or self.source[at:at + 1] != "@":
+                return None
+        return self.source[start:end], indent
+
+    def _span_start(self, stmt) -> int | None:
+        if stmt not in self.nodes or _multiline(stmt.leading_lines):
+            return None
+        decorators = getattr(stmt, "decorators", None)
+        if decorators and _multiline(decorators[0].leading_lines):
+            return None
+        line = self.first_line(stmt) - len(stmt.leading_lines) - (len(decorators[0].leading_lines) if decorators else 0)
+        return self.line_starts()[line - 1] if line >= 1 else None
+
     def line_starts(self) -> list[int]:
         """Offset of each source line's first character (libcst's line breaks)."""
         if self._starts is None:
@@ -210,6 +283,26 @@ class SourceMap:
             return {}
         bounds = [starts[line - 1] for line in lines] + [starts[footer_start - 1]]
         return {id(stmt): (stmt, bounds[i], bounds[i + 1]) for i, stmt in enumerate(module.body)}
+
+
+class _Verbatim(cst.BaseStatement):
+    """Stands in for an unchanged original statement in code generation only: its source text
+    when generated at its original indentation, else the statement's own code."""
+    __slots__ = ("original", "text", "indent")
+
+    def __init__(self, original, text: str, indent: str) -> None:
+        object.__setattr__(self, "original", original)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "indent", indent)
+
+    def _visit_and_replace_children(self, visitor):
+        return self
+
+    def _codegen_impl(self, state) -> None:
+        if "".join(state.indent_tokens) == self.indent:
+            state.tokens.append(self.text)
+        else:
+            self.original._codegen(state)
 
 
 def _line_starts(source: str) -> list[int]:

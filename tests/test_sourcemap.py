@@ -170,3 +170,21 @@ def test_layouts_that_do_not_add_up_are_not_sliced():
     no_newline = "import torch\nx = 1"
     module = cst.parse_module(no_newline)
     assert SourceMap(module, ast.parse(no_newline), no_newline).top_level_text(module.body[0]) is None
+
+
+def test_unchanged_nested_statements_generate_as_their_source_text():
+    module = cst.parse_module(TRICKY)
+    smap = SourceMap(module, ast.parse(TRICKY), TRICKY)
+    stood_in = 0
+    for stmt in module.body:
+        if not isinstance(stmt, cst.BaseCompoundStatement):
+            continue
+        changed = stmt.with_changes(leading_lines=[])   # a new top-level object, originals inside
+        copy = smap.with_verbatim(changed)
+        stood_in += copy is not changed
+        assert module.code_for_node(copy) == module.code_for_node(changed)
+        # an original moved one level deeper is generated, not copied at its old indentation
+        deeper = changed.with_changes(body=changed.body.with_changes(body=[
+            cst.If(test=cst.Name("flag"), body=cst.IndentedBlock(body=list(changed.body.body)))]))
+        assert module.code_for_node(smap.with_verbatim(deeper)) == module.code_for_node(deeper)
+    assert stood_in == 2
