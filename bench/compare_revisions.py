@@ -31,8 +31,8 @@ REPO = HERE.parent
 def worker(list_file: str, out_file: str) -> None:
     """Runs in a fresh interpreter whose PYTHONPATH picks the revision; writes JSON lines."""
     sys.setrecursionlimit(10000)
-    from msmigrate.engine import convert_source
     from msmigrate.diagnostics import InputError
+    from msmigrate.engine import convert_source
 
     with open(out_file, "w") as out:
         for path in Path(list_file).read_text().splitlines():

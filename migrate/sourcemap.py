@@ -288,7 +288,7 @@ class SourceMap:
 class _Verbatim(cst.BaseStatement):
     """Stands in for an unchanged original statement in code generation only: its source text
     when generated at its original indentation, else the statement's own code."""
-    __slots__ = ("original", "text", "indent")
+    __slots__ = ("indent", "original", "text")
 
     def __init__(self, original, text: str, indent: str) -> None:
         object.__setattr__(self, "original", original)
