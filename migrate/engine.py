@@ -556,6 +556,7 @@ class Rewriter(cst.CSTTransformer):
         self.path = ctx.path
         self.table = table
         self.module = ctx.module
+        self._module_code: str | None = None
         self.config = ctx.module.config_for_parsing
         self.scopes = ScopeStack(dict(ctx.plan.existing))
         self.imports = plan = ctx.plan
@@ -612,6 +613,14 @@ class Rewriter(cst.CSTTransformer):
         self.conversions.append(Conversion(qualname, rec.target or rec.transform, rec.status, line, col))
         if rec.status != AUTO:
             self.flag(rec.status, f"{qualname}: {rec.note or CONVERT_CODES[STATUS_CODE[rec.status]]}")
+
+    @property
+    def module_code(self) -> str:
+        """The code of the module this pass rewrites (generated once: transforms search it
+        for how a name is used elsewhere)."""
+        if self._module_code is None:
+            self._module_code = self.module.code
+        return self._module_code
 
     # ---- statements: frames for diagnostics and inserted statements ----------------
     def on_visit(self, node: cst.CSTNode) -> bool:

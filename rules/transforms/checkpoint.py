@@ -122,7 +122,7 @@ def load(site):
         weights_only = None
     name = site.assigned_name
     used_as_module = name is not None and re.search(
-        rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module.code)
+        rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module_code)
     if weights_only is False or used_as_module:
         site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
                             f"checkpoint is a parameter table: build the Cell, then load_param_into_net")

@@ -283,7 +283,7 @@ def _collated_loader(site, src, collate):
 
 def _check_loader_uses(site, shuffle, src) -> None:
     """Loader behaviour that differs and that only the rest of the file shows."""
-    code = site.rw.module.code
+    code = site.rw.module_code
     try:
         shuffled = literal_value(shuffle)
     except ValueError:

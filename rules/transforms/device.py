@@ -18,7 +18,7 @@ def device_value(site):
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
             isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1:
         name = dotted(stmt.body[0].targets[0].target)
-        if name and re.search(rf"(?<![\w.]){re.escape(name)}\.(type|index)\b", site.rw.module.code):
+        if name and re.search(rf"(?<![\w.]){re.escape(name)}\.(type|index)\b", site.rw.module_code):
             site.flag("review", f"{site.qualname}: {name} becomes a string ('cuda' / 'cpu'): "
                                 f"{name}.type / {name}.index do not exist on it")
     if site.is_call:

@@ -57,7 +57,7 @@ def _param_groups_usage(site) -> None:
     name = site.assigned_name
     if name is None:
         return
-    code = site.rw.module.code
+    code = site.rw.module_code
     if re.search(rf"(?<![\w.]){re.escape(name)}\.param_groups\b", code):
         site.flag("review", f"{site.qualname}: {name}.param_groups[i]['lr'] is a MindSpore Parameter in "
                             f"eoptim: read it as float({name}.param_groups[i]['lr']); assigning a Python "
@@ -116,7 +116,7 @@ def adam(site):
 def _last_lr_usage(site) -> None:
     """get_last_lr() gives Tensors in MindSpore: f"{lr:.4f}" fails on them."""
     name = site.assigned_name
-    if name and re.search(rf"(?<![\w.]){re.escape(name)}\.get_last_lr\s*\(", site.rw.module.code):
+    if name and re.search(rf"(?<![\w.]){re.escape(name)}\.get_last_lr\s*\(", site.rw.module_code):
         site.flag("review", f"{site.qualname}: {name}.get_last_lr() returns MindSpore Tensors: "
                             f"float({name}.get_last_lr()[0]) where a number is formatted or logged")
 
