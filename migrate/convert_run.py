@@ -19,7 +19,6 @@ import difflib
 import json
 import os
 import re
-import shutil
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from msmigrate import convert_cache
 from msmigrate.diagnostics import InputError
-from msmigrate.files import read_text, walk_tree, write_atomic
+from msmigrate.files import copy_atomic, read_text, walk_tree, write_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCE_SUFFIXES = (".py", ".ipynb")
@@ -433,23 +432,10 @@ def _write(dest: Path, code: str, encoding: str, errors: list, err, progress) ->
 
 
 def _copy_other(src: Path, dest: Path, errors: list, err) -> None:
-    import tempfile
-
     try:
         if os.path.realpath(src) == os.path.realpath(dest):
             return
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".msmigrate.tmp", dir=dest.parent)
-        os.close(fd)
-        try:
-            shutil.copy2(src, tmp)
-            os.replace(tmp, dest)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        copy_atomic(src, dest)
     except OSError as exc:
         e = _error(src, f"cannot copy to {dest}: {exc.strerror or exc} (check permissions and links)")
         errors.append(e)

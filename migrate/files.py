@@ -1,7 +1,9 @@
 """Reading user files safely and writing them atomically."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -60,17 +62,15 @@ def _declared_encoding(data: bytes) -> str | None:
     return None
 
 
-def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
-    """Write through a temporary file in the same directory and rename it over the target,
-    so an interrupted run never leaves half a file. Keeps the original file's mode."""
-    path = Path(path)
+@contextlib.contextmanager
+def _replacing(path: Path):
+    """A temporary file beside `path` that is renamed over it when the block succeeds and
+    removed otherwise, so an interrupted run never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".msmigrate.tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -78,6 +78,23 @@ def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
         except OSError:
             pass
         raise
+
+
+def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write `text` through a temporary file renamed over the target. Keeps the original
+    file's mode."""
+    path = Path(path)
+    with _replacing(path) as tmp:
+        with open(tmp, "w", encoding=encoding, newline="") as fh:
+            fh.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+
+
+def copy_atomic(src: Path, dest: Path) -> None:
+    """Copy a file (data and metadata) through a temporary file renamed over `dest`."""
+    with _replacing(Path(dest)) as tmp:
+        shutil.copy2(src, tmp)
 
 
 def iter_python_files(paths: list[Path]) -> list[tuple[Path, Path]]:
