@@ -13,7 +13,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from msmigrate.files import write_atomic
+from msmigrate.files import code_fingerprint, write_atomic
 
 CACHE_DIR = ".msmigrate_cache"
 
@@ -23,14 +23,7 @@ def fingerprint() -> str:
     import msmigrate
     import msmigrate.rules
 
-    h = hashlib.sha256(msmigrate.__version__.encode())
-    for pkg in (msmigrate, msmigrate.rules):
-        for d in pkg.__path__:
-            for f in sorted(Path(d).rglob("*")):
-                if f.suffix in (".py", ".toml"):
-                    st = f.stat()
-                    h.update(f"{f.relative_to(d)}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:20]
+    return code_fingerprint((msmigrate, msmigrate.rules), (".py", ".toml"), recursive=True)
 
 
 def key(*parts) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -130,3 +131,18 @@ def walk_tree(paths: list[Path], suffixes: tuple[str, ...] = (".py",), exclude: 
                 if is_source or (others and not name.endswith(".msmigrate.tmp")):
                     out.append((Path(dirpath) / name, p, is_source))
     return out
+
+
+def code_fingerprint(packages, suffixes: tuple[str, ...] = (".py",), recursive: bool = False) -> str:
+    """A digest of the msmigrate version and the name, size and mtime of the packages' files:
+    it changes whenever the code (or the tables) behind a cached result change."""
+    from msmigrate import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for pkg in packages:
+        for d in pkg.__path__:
+            for f in sorted(Path(d).rglob("*") if recursive else Path(d).glob("*")):
+                if f.suffix in suffixes:
+                    st = f.stat()
+                    h.update(f"{f.relative_to(d)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]

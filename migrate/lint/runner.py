@@ -14,7 +14,6 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from msmigrate import __version__
 from msmigrate.diagnostics import Diagnostic
 from msmigrate.lint.config import LintConfig
 from msmigrate.lint.linter import all_rules, lint_source, might_compile
@@ -52,13 +51,9 @@ def rules_fingerprint() -> str:
     import msmigrate.lint as lint_pkg
     import msmigrate.rules.lint as rules_pkg
 
-    h = hashlib.sha256(__version__.encode())
-    for pkg in (lint_pkg, rules_pkg):
-        for d in pkg.__path__:
-            for f in sorted(Path(d).glob("*.py")):
-                st = f.stat()
-                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:16]
+    from msmigrate.files import code_fingerprint
+
+    return code_fingerprint((lint_pkg, rules_pkg))
 
 
 def _summarize_one(path) -> dict | None:
