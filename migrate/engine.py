@@ -570,6 +570,7 @@ class Rewriter(cst.CSTTransformer):
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
         self.local_classes: dict[str, ApiRecord] = {}
+        self.inherited_constructors: set[str] = set()   # local classes built by a torch base's __init__
         for name, qualname in ctx.project.items():   # classes and factories from other files
             rec = table.lookup(qualname)
             if rec is not None:
@@ -786,7 +787,8 @@ class Rewriter(cst.CSTTransformer):
                 bases.append(new)
                 continue
             rec, q = found
-            root = root or rec
+            if root is None:
+                root, root_q = rec, q
             if q in self.local_classes:       # a local subclass: the base stays
                 bases.append(new)
                 continue
@@ -797,6 +799,9 @@ class Rewriter(cst.CSTTransformer):
         if root is None:
             return updated
         self.local_classes[original.name.value] = root
+        if root_q not in self.local_classes and not any(
+                isinstance(s, cst.FunctionDef) and s.name.value == "__init__" for s in original.body.body):
+            self.inherited_constructors.add(original.name.value)
         if bases:
             bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             updated = updated.with_changes(bases=bases)
@@ -923,7 +928,13 @@ class Rewriter(cst.CSTTransformer):
             return self._apply(rec, q, updated, None)
         name = dotted(original.func)
         if name in self.local_classes:
-            self.call_records[id(original)] = (self.local_classes[name], name)
+            rec = self.local_classes[name]
+            self.call_records[id(original)] = (rec, name)
+            if name in self.inherited_constructors and rec.args and rec.target:
+                # a subclass without __init__ takes the torch base's constructor arguments:
+                # they convert as in a call of the base; the class stays the callee
+                out = self._apply(rec, rec.torch, updated, None)
+                return out.with_changes(func=updated.func) if isinstance(out, cst.Call) else updated
             return updated
         if name in self.instances and self.instances[name].instance_call:
             rec = self.instances[name]

@@ -16,6 +16,76 @@ def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
+def layer_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
+    """A class deriving from a layer (`class MyLinear(nn.Linear)`): `forward` -> `construct`, and
+    its `super().__init__(in, out, bias, ...)` maps arguments like a call of the layer would
+    (positional torch arguments are not MindSpore's: `bias` -> has_bias, device/dtype dropped)."""
+    cls = module_subclass(cls, site)
+    body = []
+    resets = any(isinstance(s, cst.FunctionDef) and s.name.value == "reset_parameters" for s in cls.body.body)
+    has_init = False
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            has_init = True
+            stmt = stmt.visit(_SuperInit(site, resets))
+        body.append(stmt)
+    if resets and not has_init:
+        site.flag("review", f"{site.qualname} subclass: torch's constructor calls the reset_parameters() "
+                            f"defined here, MindSpore's does not: call self.reset_parameters() after "
+                            f"construction")
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+class _SuperInit(cst.CSTTransformer):
+    """`super().__init__(...)` of a layer subclass: arguments converted; when the class overrides
+    reset_parameters(), a call of it follows (torch's layer constructors end with one)."""
+
+    def __init__(self, site, resets: bool) -> None:
+        super().__init__()
+        self.site = site
+        self.resets = resets
+
+    def visit_FunctionDef(self, node) -> bool:
+        return node.name.value == "__init__"   # not nested functions
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if not self.resets or not any(isinstance(s, cst.Expr) and _is_super_init(s.value) for s in original.body):
+            return updated
+        return cst.FlattenSentinel([updated, cst.parse_statement("self.reset_parameters()\n")])
+
+    def leave_Call(self, original, updated):
+        return constructor_call(self.site, updated) if _is_super_init(updated) else updated
+
+
+def _is_super_init(call) -> bool:
+    func = call.func if isinstance(call, cst.Call) else None
+    return (isinstance(func, cst.Attribute) and func.attr.value == "__init__" and
+            isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and
+            func.value.func.value == "super")
+
+
+def constructor_call(site, call: cst.Call) -> cst.Call:
+    """`call` (a `super().__init__(...)` or a call of a subclass that inherits the layer's
+    constructor) with its arguments converted as for the layer itself; its callee is kept."""
+    from msmigrate.engine import Site
+    from msmigrate.mapping import transform_function
+
+    rec = site.record
+    if not rec.args or not rec.target:
+        return call
+    inner = Site(site.rw, rec, rec.torch, call)
+    try:
+        out = transform_function(rec.transform)(inner) if rec.transform else inner.call(rec.target)
+    except Unconvertible as exc:
+        site.flag(exc.status, f"{rec.torch} (constructor of a subclass): {exc}")
+        return call
+    if not isinstance(out, cst.Call):
+        site.flag("manual", f"{rec.torch} (constructor of a subclass): its conversion is not a call; "
+                            f"convert the arguments by hand")
+        return call
+    return call.with_changes(args=out.args)
+
+
 def set_train_after_construction(site, name: str) -> None:
     """torch modules start in training mode, Cells in eval mode: say so where the model is made
     (children follow their parent, so `self.x = ...`, and locals of `__init__` that become
