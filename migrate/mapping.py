@@ -14,6 +14,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     reject = { padding_mode = ["'zeros'"] } # arg -> values that convert; others are flagged
     review = { padding_idx = "why" }        # arg whose presence alone needs a human look
     transform = "module.function"           # irregular API: a function does the whole call
+    attributes = { in_features = "in_channels" }   # attributes of the object it creates,
+                                            # renamed where the program reads or writes them
+                                            # (parameter names come from rules/weights.toml)
     status = "auto"                         # auto | review | manual | unsupported
     note = "why it is not auto / what to check"
 
@@ -40,7 +43,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "csv"}
+           "attributes", "csv"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class ApiRecord:
     subclass: str = ""        # called on a class deriving from this API
     instance_call: str = ""   # called on calls of an object this API created (criterion(out, y))
     on_instantiate: str = ""  # called on the statement that binds a new instance to a name
+    attributes: dict = field(default_factory=dict)   # object attribute -> MindSpore name
     source: str = ""          # the toml file it came from
 
     @property

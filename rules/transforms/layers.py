@@ -109,3 +109,20 @@ def square_subsequent_mask(site):
         raise Unconvertible("sz is missing")
     return site.expr("{triu}({full}(({n}, {n}), float('-inf')), 1)", triu="@mindspore.ops.triu",
                      full="@mindspore.ops.full", n=sz)
+
+
+def channel_dropout_call(site):
+    """`drop(x)` on a Dropout2d: torch zeroes whole (N, C) slices of an input of any rank >= 2
+    (2-D: single elements; 3-D: channels of (N, C, L)); MindSpore's takes 4-D input only. The
+    input is viewed as (N, C, -1, 1) and given back its shape: the same (N, C) mask at every rank."""
+    args = site.node.args
+    if len(args) != 1 or args[0].keyword is not None or args[0].star:
+        return site.node
+    x = args[0].value
+    if not isinstance(x, (cst.Name, cst.Attribute)):
+        site.flag("review", f"{site.qualname}: MindSpore's Dropout2d needs 4-D input (torch's also takes "
+                            f"2-D/3-D): name the input (`h = ...; drop(h)`) and convert again, or make sure "
+                            f"it is 4-D")
+        return site.node
+    return site.expr("{f}({x}.reshape({x}.shape[0], {x}.shape[1], -1, 1)).reshape({x}.shape)",
+                     f=site.node.func, x=x)

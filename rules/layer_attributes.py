@@ -1,0 +1,733 @@
+"""Attribute names that follow the layer: `emb.weight` -> `emb.embedding_table`, `bn.running_mean`
+-> `bn.moving_mean`, `fc.in_features` -> `fc.in_channels`, wherever the program reads or writes
+them (init code, `apply` functions, weight tying, subclasses of a layer).
+
+A structural pass on torch names (before the table-driven pass). The rename of an attribute
+depends on the class of the object it is read from, so the pass first learns the classes: the
+layers each class of the file assigns to `self.x`, the variables assigned from constructor calls,
+the items of ModuleList/Sequential/ModuleDict, and in `if isinstance(m, nn.X):` (or DCGAN-style
+`if classname.find('BatchNorm') != -1:`) the narrowed class. Parameter names come from
+rules/weights.toml (`rename`), other attributes from the `attributes` field of the layer's record
+in rules/api/. Where the class is unknown and the attribute is one that some layer of the file
+renames, the statement is marked instead of guessed.
+
+The same pass turns a ModuleDict that holds ModuleList/ModuleDict/Sequential values (MindSpore's
+CellDict rejects them) into a plain Module with those children as attributes: the parameter names
+(`transformer.h.0.weight`) stay as torch's, so weight mapping still works.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from msmigrate.mapping import load_table
+from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
+
+CONTAINERS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict")
+
+
+@functools.lru_cache(maxsize=None)
+def attribute_renames() -> dict[str, dict[str, str]]:
+    """torch layer class -> {torch attribute: MindSpore attribute (may be dotted)}."""
+    from msmigrate.weights import load_rules
+
+    out: dict[str, dict[str, str]] = {}
+    for cls, rule in load_rules().items():
+        renames = {k: v for k, v in rule.rename.items() if "." not in k}
+        if renames:
+            out[cls] = renames
+    for rec in load_table().by_name.values():
+        if rec.attributes:
+            out.setdefault(rec.torch, {}).update(rec.attributes)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _renamed_words() -> frozenset[str]:
+    return frozenset(a for table in attribute_renames().values() for a in table)
+
+
+@functools.lru_cache(maxsize=None)
+def _hint() -> re.Pattern:
+    words = "|".join(sorted(_renamed_words()))
+    return re.compile(rf"\.\s*(?:{words})\b|\bModuleDict\b")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What an expression holds: a torch layer (`torch.nn.Embedding`) or a class of the program
+    (`local=True`); containers know their items."""
+    name: str
+    local: bool = False
+    item: "Kind | None" = None                       # ModuleList/Sequential items (all one kind)
+    members: tuple[tuple[str, "Kind | None"], ...] = ()   # ModuleDict: key -> kind
+
+    def member(self, key: str) -> "Kind | None":
+        return dict(self.members).get(key)
+
+
+def _holds_containers(kind) -> bool:
+    """A ModuleDict with ModuleList/ModuleDict/Sequential values (MindSpore's CellDict rejects them)."""
+    return isinstance(kind, Kind) and kind.name == "torch.nn.ModuleDict" and \
+        any(k is not None and k.name in CONTAINERS for _, k in kind.members)
+
+
+UNKNOWN_MODULE = Kind("<module>")   # a module of unknown class (apply() argument, modules() item)
+OWN = object()   # an attribute the program's class sets itself (not a layer's, never renamed)
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    bases: list = field(default_factory=list)     # Kind of each base the pass knows
+    attrs: dict = field(default_factory=dict)     # self.x -> Kind, or OWN (set, kind unknown)
+
+
+def _union(kinds):
+    kinds = [k for k in kinds]
+    if not kinds or any(k is None for k in kinds):
+        return None
+    return kinds[0] if all(k == kinds[0] for k in kinds) else None
+
+
+class _Analysis(cst.CSTVisitor):
+    """Classes, their layer attributes, and variables assigned from constructor calls."""
+
+    def __init__(self, ctx, project_classes: dict[str, cst.ClassDef]) -> None:
+        self.ctx = ctx
+        # statements naming no torch binding, class, or container hold no layer assignment
+        words = {b for b, q in ctx.names.imports.items() if is_source(q)}
+        words |= {b for scope in ctx.names.scopes.values() for b, q in scope.items() if is_source(q)}
+        words |= set(ctx.names.classes) | set(project_classes) | {"self"}
+        self.wants = ctx.statements_naming(words)
+        self.skipped: set[int] = set()
+        self.scopes = ScopeStack(dict(ctx.names.imports))
+        self.classes: dict[str, ClassInfo] = {}
+        self.variables: dict[int, dict[str, Kind | None]] = {}   # id(scope node) -> name -> kind
+        self.scope_nodes: list = [ctx.module]
+        self.class_stack: list[ClassInfo] = []
+        self.self_names: list[str | None] = []
+        self.created: set[str] = set()      # torch layer classes the program constructs
+        self.project_classes = project_classes
+        for name in project_classes:
+            self._learn_class(project_classes[name])
+
+    def _learn_class(self, node: cst.ClassDef) -> None:
+        saved = self.scope_nodes, self.class_stack, self.self_names
+        self.scope_nodes, self.class_stack, self.self_names = [node], [], []
+        node.visit(self)
+        self.scope_nodes, self.class_stack, self.self_names = saved
+
+    def on_visit(self, node) -> bool:
+        kind = type(node)
+        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
+            self.skipped.add(id(node))
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original) -> None:
+        if id(original) in self.skipped:
+            self.skipped.discard(id(original))
+            return
+        super().on_leave(original)
+
+    # ---- kinds of expressions at analysis time --------------------------------------
+    def call_kind(self, call: cst.Call) -> Kind | None:
+        q = self.scopes.resolve(call.func)
+        name = dotted(call.func)
+        if name in self.classes or (name in self.ctx.project and name in self.project_classes):
+            return Kind(name, local=True)
+        if not is_source(q):
+            return None
+        last = q.rsplit(".", 1)[-1]
+        if not (q.startswith("torch.nn.") and last[:1].isupper()):
+            return None
+        self.created.add(q)
+        if q in ("torch.nn.ModuleList", "torch.nn.Sequential"):
+            return Kind(q, item=_union(self.item_kinds(call, q)))
+        if q == "torch.nn.ModuleDict":
+            members = self.dict_members(call.args[0].value) if call.args else {}
+            return Kind(q, members=tuple((members or {}).items()))
+        return Kind(q)
+
+    def value_kind(self, value) -> Kind | None:
+        if isinstance(value, cst.Call):
+            return self.call_kind(value)
+        return None
+
+    def item_kinds(self, call: cst.Call, q: str) -> list:
+        if q == "torch.nn.Sequential":
+            if len(call.args) == 1 and isinstance(call.args[0].value, cst.Call) and \
+                    dotted(call.args[0].value.func) in ("OrderedDict", "collections.OrderedDict"):
+                return [None]
+            return [self.value_kind(a.value) if not a.star else None for a in call.args]
+        if not call.args:
+            return [None]
+        seq = call.args[0].value
+        if isinstance(seq, (cst.List, cst.Tuple)):
+            return [self.value_kind(e.value) if isinstance(e, cst.Element) else None for e in seq.elements]
+        if isinstance(seq, (cst.ListComp, cst.GeneratorExp)):
+            return [self.value_kind(seq.elt)]
+        return [None]
+
+    def dict_members(self, value) -> dict | None:
+        """`dict(a=..., b=...)` or `{'a': ..., 'b': ...}` -> {key: kind}."""
+        if isinstance(value, cst.Call) and dotted(value.func) == "dict" and \
+                all(a.keyword is not None for a in value.args):
+            return {a.keyword.value: self.value_kind(a.value) for a in value.args}
+        if isinstance(value, cst.Dict):
+            out = {}
+            for el in value.elements:
+                if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                    return None
+                out[el.key.evaluated_value] = self.value_kind(el.value)
+            return out
+        return None
+
+    # ---- scopes ------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        info = self.classes.setdefault(node.name.value, ClassInfo(node.name.value))
+        for base in node.bases:
+            q = self.scopes.resolve(base.value)
+            name = dotted(base.value)
+            if is_source(q):
+                info.bases.append(Kind(q))
+            elif name is not None:
+                info.bases.append(Kind(name, local=True))
+        self.class_stack.append(info)
+        self.scope_nodes.append(node)
+        self.scopes.push_class(node, self.ctx.known_scope(node))
+
+    def leave_ClassDef(self, node) -> None:
+        self.class_stack.pop()
+        self.scope_nodes.pop()
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = params_of(node.params)
+        in_class = isinstance(self.scope_nodes[-1], cst.ClassDef)
+        self.self_names.append(params[0] if in_class and params else None)
+        self.scope_nodes.append(node)
+        self.scopes.push_function(node, self.ctx.known_scope(node))
+
+    def leave_FunctionDef(self, node) -> None:
+        self.self_names.pop()
+        self.scope_nodes.pop()
+        self.scopes.pop()
+
+    def _bind(self, target, kind) -> None:
+        name = dotted(target)
+        if name is None:
+            return
+        owner = self.self_names[-1] if self.self_names else None
+        if owner and self.class_stack and name.startswith(owner + ".") and name.count(".") == 1:
+            attrs = self.class_stack[-1].attrs
+            attr = name.split(".", 1)[1]
+            if attr in attrs and attrs[attr] != kind:
+                attrs[attr] = OWN
+            else:
+                attrs[attr] = kind if kind is not None else OWN
+            return
+        if "." in name:
+            return
+        scope = self.variables.setdefault(id(self.scope_nodes[-1]), {})
+        if name in scope and scope[name] != kind:
+            scope[name] = None
+        else:
+            scope[name] = kind
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        kind = self.value_kind(node.value)
+        for t in node.targets:
+            self._bind(t.target, kind)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, self.value_kind(node.value))
+
+
+# ---------------------------------------------------------------------------------------
+# The rewrite
+# ---------------------------------------------------------------------------------------
+
+class LayerAttributePass(cst.CSTTransformer):
+    @staticmethod
+    def applies(source: str) -> bool:
+        return bool(_hint().search(source))
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.reporter = ctx.reporter
+        self.positions = ctx.positions
+        self.config = ctx.module.config_for_parsing
+        project_classes = {}
+        for name, code in ctx.project_classes.items():
+            try:
+                stmt = cst.parse_statement(code)
+            except cst.ParserSyntaxError:
+                continue
+            if isinstance(stmt, cst.ClassDef):
+                project_classes[name] = stmt
+        self.analysis = analysis = _Analysis(ctx, project_classes)
+        ctx.module.visit(analysis)
+        self.renames = attribute_renames()
+        # attribute words some layer the program builds renames: unknown receivers of these
+        # are marked
+        self.watched = {a for q in analysis.created for a in self.renames.get(q, {})}
+        self.scopes = ScopeStack(dict(ctx.names.imports))
+        self.scope_nodes: list = [ctx.module]
+        self.class_stack: list[str] = []
+        self.self_names: list[str | None] = []
+        self.narrowed: list[dict[str, tuple]] = []     # name -> tuple of possible kinds
+        self.loop_vars: list[dict[str, Kind | None]] = [{}]
+        self.class_names: dict[str, str] = {}          # var holding X.__class__.__name__ -> X
+        self.notes: list[list[tuple[str, str]]] = []   # per statement: (status, message)
+        # statements that can hold a renamed attribute, a class-name test or a ModuleDict
+        # (and the names of ModuleDicts that become plain Modules: their subscripts change)
+        flattened = {name for scope in [*(c.attrs for c in analysis.classes.values()),
+                                        *analysis.variables.values()]
+                     for name, k in scope.items() if _holds_containers(k)}
+        self.wants = ctx.statements_naming(_renamed_words() | {"ModuleDict", "__name__"} | flattened)
+        self.skipped: set[int] = set()
+        self.changes = 0              # rewrites made so far
+        self.literal_renames: dict[int, cst.SimpleString] = {}   # class-name literals to rewrite
+        self.class_name_notes: dict[int, str] = {}
+        self.flattened: set[str] = set()   # ModuleDicts made plain Modules (as the code names them)
+        self.change_marks: list[int] = []
+
+    # ---- scopes ------------------------------------------------------------------
+    def visit_ClassDef(self, node) -> None:
+        self.class_stack.append(node.name.value)
+        self.scope_nodes.append(node)
+        self.scopes.push_class(node, self.ctx.known_scope(node))
+
+    def leave_ClassDef(self, original, updated):
+        self.class_stack.pop()
+        self.scope_nodes.pop()
+        self.scopes.pop()
+        return updated
+
+    def visit_FunctionDef(self, node) -> None:
+        params = params_of(node.params)
+        in_class = isinstance(self.scope_nodes[-1], cst.ClassDef)
+        self.self_names.append(params[0] if in_class and params else None)
+        self.scope_nodes.append(node)
+        self.scopes.push_function(node, self.ctx.known_scope(node))
+        self.loop_vars.append({})
+        self.narrowed.append({})
+
+    def leave_FunctionDef(self, original, updated):
+        self.self_names.pop()
+        self.scope_nodes.pop()
+        self.scopes.pop()
+        self.loop_vars.pop()
+        self.narrowed.pop()
+        return updated
+
+    # ---- statements: markers ------------------------------------------------------
+    def on_visit(self, node) -> bool:
+        kind = type(node)
+        if (kind in TRIVIA_TYPES and kind is not cst.SimpleString) or (
+                is_statement_type(kind) and not self.wants(node)):
+            self.skipped.add(id(node))
+            return False
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.notes.append([])
+        self.change_marks.append(self.changes)
+        return super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        if id(original) in self.skipped:
+            self.skipped.discard(id(original))
+            return original
+        result = super().on_leave(original, updated)
+        mark = self.change_marks.pop()
+        if result is not updated:
+            self.changes += 1
+        elif self.changes == mark:
+            result = original   # unchanged subtrees keep their identity (and their positions)
+        if isinstance(original, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            notes = self.notes.pop()
+            if notes and isinstance(result, cst.CSTNode):
+                self.changes += 1
+                pos = self.positions.get(original)
+                line, col = (pos.start.line, pos.start.column + 1) if pos is not None else (1, 1)
+                lines = list(result.leading_lines)
+                for status, message in dict.fromkeys(notes):
+                    marker = self.reporter.flag(status, message, line, col)
+                    lines.append(cst.EmptyLine(comment=cst.Comment(marker)))
+                result = result.with_changes(leading_lines=lines)
+        return result
+
+    def _note(self, status: str, message: str) -> None:
+        if self.notes:
+            self.notes[-1].append((status, message))
+
+    # ---- narrowing: isinstance, type(m) ==, class-name tests --------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self._narrowing(node.test)   # before the test is visited: its class-name literals
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self.narrowed.append(self._narrowing(node.test))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.narrowed.pop()
+
+    def visit_BooleanOperation_right(self, node: cst.BooleanOperation) -> None:
+        self.narrowed.append(self._narrowing(node.left) if isinstance(node.operator, cst.And) else {})
+
+    def leave_BooleanOperation_right(self, node: cst.BooleanOperation) -> None:
+        self.narrowed.pop()
+
+    def _classes_in(self, expr) -> tuple | None:
+        """The kinds an isinstance() class argument names (a class or a tuple of classes)."""
+        elements = expr.elements if isinstance(expr, cst.Tuple) else [cst.Element(expr)]
+        out = []
+        for el in elements:
+            q = self.scopes.resolve(el.value)
+            name = dotted(el.value)
+            if is_source(q):
+                out.append(Kind(q))
+            elif name in self.analysis.classes:
+                out.append(Kind(name, local=True))
+            else:
+                return None
+        return tuple(out)
+
+    def _narrowing(self, test) -> dict[str, tuple]:
+        out: dict[str, tuple] = {}
+        if isinstance(test, cst.BooleanOperation):
+            if isinstance(test.operator, cst.And):
+                out.update(self._narrowing(test.left))
+                out.update(self._narrowing(test.right))
+            else:   # `isinstance(m, A) or isinstance(m, B)`
+                left, right = self._narrowing(test.left), self._narrowing(test.right)
+                for name in left.keys() & right.keys():
+                    out[name] = left[name] + right[name]
+            return out
+        if isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2:
+            name = dotted(test.args[0].value)
+            kinds = self._classes_in(test.args[1].value)
+            if name is not None and kinds:
+                out[name] = kinds
+            return out
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            return self._comparison_narrowing(test)
+        return out
+
+    def _comparison_narrowing(self, test: cst.Comparison) -> dict[str, tuple]:
+        left, comp = test.left, test.comparisons[0]
+        op, right = comp.operator, comp.comparator
+        # type(m) == nn.Linear / type(m) is nn.Linear / type(m) in (A, B)
+        if isinstance(left, cst.Call) and dotted(left.func) == "type" and len(left.args) == 1 and \
+                isinstance(op, (cst.Equal, cst.Is, cst.In)):
+            name = dotted(left.args[0].value)
+            kinds = self._classes_in(right)
+            return {name: kinds} if name and kinds else {}
+        # classname.find('Conv') != -1, 'Conv' in classname, classname == 'Linear',
+        # classname.startswith('Conv')
+        pattern, holder, exact = None, None, False
+        if isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute) and \
+                left.func.attr.value == "find" and len(left.args) == 1 and \
+                isinstance(left.args[0].value, cst.SimpleString) and isinstance(op, cst.NotEqual):
+            pattern, holder = left.args[0].value.evaluated_value, self._class_name_of(left.func.value)
+        elif isinstance(left, cst.SimpleString) and isinstance(op, cst.In):
+            pattern, holder = left.evaluated_value, self._class_name_of(right)
+        elif isinstance(right, cst.SimpleString) and isinstance(op, cst.Equal):
+            pattern, holder, exact = right.evaluated_value, self._class_name_of(left), True
+        if pattern is None or holder is None:
+            return {}
+        kinds = tuple(Kind(q) for q in sorted(self.analysis.created)
+                      if (q.rsplit(".", 1)[1] == pattern if exact else pattern in q.rsplit(".", 1)[1]))
+        if kinds:
+            self._class_name_literal(left if isinstance(left, cst.SimpleString) else
+                                     right if isinstance(right, cst.SimpleString) else left.args[0].value,
+                                     pattern, kinds, exact)
+        return {holder: kinds} if kinds else {}
+
+    def _class_name_literal(self, literal: cst.SimpleString, pattern: str, kinds, exact: bool) -> None:
+        """A class-name test must name MindSpore's classes: 'Linear' -> 'Dense'."""
+        table = load_table()
+        ms_names = set()
+        for k in kinds:
+            rec = table.lookup(k.name)
+            ms_names.add(rec.target.rsplit(".", 1)[-1] if rec is not None and rec.target else k.name)
+        if all((m == pattern) if exact else (pattern in m) for m in ms_names):
+            return
+        clash = [c for c in self.analysis.classes if (c == pattern if exact else pattern in c)]
+        if len(ms_names) == 1 and not clash:
+            new = ms_names.pop()
+            quote = literal.value[:len(literal.value) - len(literal.value.lstrip("rbuRBU"))] + \
+                literal.value.lstrip("rbuRBU")[0]
+            self.literal_renames[id(literal)] = cst.SimpleString(f"{quote}{new}{quote[-1]}")
+        else:
+            self.class_name_notes[id(literal)] = (
+                f"class-name test {literal.value}: MindSpore's classes are named "
+                f"{', '.join(sorted(ms_names))}; adapt the test")
+
+    def leave_SimpleString(self, original, updated):
+        if id(original) in self.class_name_notes:
+            self._note("review", self.class_name_notes.pop(id(original)))
+        return self.literal_renames.pop(id(original), updated)
+
+    def _class_name_of(self, expr) -> str | None:
+        """The variable whose class name `expr` is: `m.__class__.__name__`, `type(m).__name__`,
+        or a name assigned from one of those."""
+        if isinstance(expr, cst.Name) and expr.value in self.class_names:
+            return self.class_names[expr.value]
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "__name__":
+            inner = expr.value
+            if isinstance(inner, cst.Attribute) and inner.attr.value == "__class__":
+                return dotted(inner.value)
+            if isinstance(inner, cst.Call) and dotted(inner.func) == "type" and len(inner.args) == 1:
+                return dotted(inner.args[0].value)
+        return None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            holder = self._class_name_of(node.value)
+            if holder is not None:
+                self.class_names[node.targets[0].target.value] = holder
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name):
+            self.loop_vars[-1][node.target.value] = self._iter_kind(node.iter)
+
+    def _iter_kind(self, it) -> Kind | None:
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and \
+                it.func.attr.value in ("modules", "children") and not it.args:
+            return UNKNOWN_MODULE
+        container = self.kind(it)
+        return container.item if isinstance(container, Kind) else None
+
+    # ---- kinds of expressions ------------------------------------------------------
+    def kind(self, expr) -> Kind | tuple | None:
+        """The Kind of `expr`, a tuple of Kinds (narrowed to several classes), OWN or None."""
+        if isinstance(expr, cst.Name):
+            name = expr.value
+            for frame in reversed(self.narrowed):
+                if name in frame:
+                    kinds = frame[name]
+                    return kinds[0] if len(kinds) == 1 else kinds
+            if self.self_names and name == self.self_names[-1] and self.class_stack:
+                return Kind(self.class_stack[-1], local=True)
+            for frame in reversed(self.loop_vars):
+                if name in frame:
+                    return frame[name]
+            for node in reversed(self.scope_nodes):
+                found = self.analysis.variables.get(id(node), {})
+                if name in found:
+                    return found[name]
+            if self._is_apply_function_param(name):
+                return UNKNOWN_MODULE
+            return None
+        if isinstance(expr, cst.Attribute):
+            full = dotted(expr)
+            for frame in reversed(self.narrowed):   # isinstance(self.norm, nn.LayerNorm)
+                if full is not None and full in frame:
+                    kinds = frame[full]
+                    return kinds[0] if len(kinds) == 1 else kinds
+            return self.member(self.kind(expr.value), expr.attr.value)
+        if isinstance(expr, cst.Subscript):
+            owner = self.kind(expr.value)
+            if isinstance(owner, Kind):
+                if owner.name == "torch.nn.ModuleDict" and len(expr.slice) == 1 and \
+                        isinstance(expr.slice[0].slice, cst.Index) and \
+                        isinstance(expr.slice[0].slice.value, cst.SimpleString):
+                    return owner.member(expr.slice[0].slice.value.evaluated_value)
+                return owner.item
+            return None
+        if isinstance(expr, cst.Call):
+            return self.analysis.call_kind(expr) if self.scopes else None
+        return None
+
+    def member(self, owner, attr: str):
+        """The kind of `owner.attr`."""
+        if isinstance(owner, Kind):
+            if owner.local:
+                return self._class_attr(owner.name, attr, set())
+            if owner.name == "torch.nn.ModuleDict":
+                return owner.member(attr)
+            return None
+        if owner is None:
+            # an object of unknown class: the attribute name alone, when every class of the
+            # program that sets it sets the same layer
+            found = {info.attrs[attr] for info in self.analysis.classes.values() if attr in info.attrs}
+            if not found or OWN in found or None in found:
+                return None
+            found = tuple(sorted(found, key=lambda k: k.name))
+            return found[0] if len(found) == 1 else found
+        return None
+
+    def _class_attr(self, cls: str, attr: str, seen: set):
+        info = self.analysis.classes.get(cls)
+        if info is None or cls in seen:
+            return None
+        seen.add(cls)
+        if attr in info.attrs:
+            return info.attrs[attr]
+        for base in info.bases:
+            if base.local:
+                found = self._class_attr(base.name, attr, seen)
+                if found is not None:
+                    return found
+        return None
+
+    def _layer_of(self, kind) -> list[str] | None:
+        """The torch layer classes whose attributes `kind` has (a subclass has its base's)."""
+        if isinstance(kind, tuple):
+            out = []
+            for k in kind:
+                layers = self._layer_of(k)
+                if layers is None:
+                    return None
+                out += layers
+            return out
+        if not isinstance(kind, Kind) or kind is UNKNOWN_MODULE:
+            return None
+        if not kind.local:
+            return [kind.name]
+        seen, todo = set(), [kind.name]
+        while todo:
+            info = self.analysis.classes.get(todo.pop())
+            if info is None or info.name in seen:
+                continue
+            seen.add(info.name)
+            for base in info.bases:
+                if base.local:
+                    todo.append(base.name)
+                elif base.name != "torch.nn.Module":
+                    return [base.name]
+        return ["torch.nn.Module"]
+
+    def _is_apply_function_param(self, name: str) -> bool:
+        node = self.scope_nodes[-1]
+        if not isinstance(node, cst.FunctionDef):
+            return False
+        params = params_of(node.params)
+        return bool(params) and params[-1] == name and len(params) <= 2 and \
+            re.search(rf"\.apply\(\s*(?:self\.)?{re.escape(node.name.value)}\s*\)",
+                      self.ctx.source) is not None
+
+    # ---- the rename ----------------------------------------------------------------
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        attr = original.attr.value
+        if attr not in _renamed_words():
+            return updated
+        receiver = original.value
+        owner = self.kind(receiver)
+        if owner is OWN:
+            return updated
+        if isinstance(owner, Kind) and owner.local and attr in self._own_attrs(owner.name):
+            return updated
+        layers = self._layer_of(owner)
+        if layers is None:
+            if attr in self.watched and self._probably_module(receiver, owner):
+                users: dict[str, list[str]] = {}
+                for q in sorted(self.analysis.created):
+                    if attr in self.renames.get(q, {}):
+                        users.setdefault(self.renames[q][attr], []).append(q.rsplit(".", 1)[1])
+                names = "; ".join(f"{new} in {', '.join(classes)}" for new, classes in sorted(users.items()))
+                self._note("review", f"{self._code_of(receiver)}.{attr}: the class of "
+                                     f"{self._code_of(receiver)} is not known here; MindSpore names this "
+                                     f"attribute {names} (rename it where it is one of those)")
+            return updated
+        targets = {self.renames.get(q, {}).get(attr, attr) for q in layers}
+        if len(targets) > 1:
+            self._note("review", f"{self._code_of(receiver)}.{attr}: {self._code_of(receiver)} is one of "
+                                 f"{', '.join(q.rsplit('.', 1)[1] for q in layers)}, which MindSpore name "
+                                 f"{' / '.join(sorted(targets))}: split the branch by class")
+            return updated
+        new = targets.pop()
+        if new == attr:
+            return updated
+        value = updated.value
+        parts = new.split(".")
+        for part in parts[:-1]:
+            value = cst.Attribute(value=value, attr=cst.Name(part))
+        return updated.with_changes(value=value, attr=cst.Name(parts[-1]))
+
+    def _probably_module(self, receiver, owner) -> bool:
+        """A receiver of unknown class that is a module: an apply() function's argument, an
+        item of modules(), or an attribute of one of the program's classes."""
+        if owner is UNKNOWN_MODULE:
+            return True
+        if isinstance(receiver, cst.Attribute):
+            base = self.kind(receiver.value)
+            return isinstance(base, Kind) and base.local
+        return False
+
+    # ---- ModuleDict holding containers -> a plain Module ------------------------------
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(original.body) != 1 or not isinstance(original.body[0], cst.Assign):
+            return updated
+        assign = original.body[0]
+        value = assign.value
+        if len(assign.targets) != 1 or not isinstance(value, cst.Call) or \
+                self.scopes.resolve(value.func) != "torch.nn.ModuleDict" or len(value.args) != 1:
+            return updated
+        members = self.analysis.dict_members(value.args[0].value)
+        if not members or not _holds_containers(Kind("torch.nn.ModuleDict", members=tuple(members.items()))):
+            return updated   # CellDict holds it
+        target = dotted(assign.targets[0].target)
+        if target is None or not isinstance(value.func, cst.Attribute) or \
+                not all(key.isidentifier() for key in members):
+            self._note("manual", "a ModuleDict holding ModuleList/ModuleDict/Sequential values: MindSpore's "
+                                 "CellDict rejects them; build a plain Module with them as attributes")
+            return updated
+        new_value = updated.body[0].value
+        module = new_value.func.with_changes(attr=cst.Name("Module"))
+        first = updated.with_changes(body=[updated.body[0].with_changes(
+            value=cst.Call(func=module))])
+        stmts = [first]
+        for key, item in self._dict_items(new_value.args[0].value):
+            stmts.append(cst.SimpleStatementLine([cst.Assign(
+                targets=[cst.AssignTarget(cst.parse_expression(f"{target}.{key}"))], value=item)]))
+        self.flattened.add(target)
+        self.changes += 1
+        return cst.FlattenSentinel(stmts)
+
+    @staticmethod
+    def _dict_items(value) -> list:
+        if isinstance(value, cst.Call):
+            return [(a.keyword.value, a.value) for a in value.args]
+        return [(el.key.evaluated_value, el.value) for el in value.elements]
+
+    def leave_Subscript(self, original: cst.Subscript, updated):
+        """`self.transformer['h']` on a ModuleDict made a plain Module: `self.transformer.h`."""
+        name = dotted(original.value)
+        if name not in self.flattened:
+            return updated
+        index = original.slice[0].slice if len(original.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) and \
+                index.value.evaluated_value.isidentifier():
+            return cst.Attribute(value=updated.value, attr=cst.Name(index.value.evaluated_value))
+        self._note("manual", f"{name} is a plain Module in the conversion (MindSpore's CellDict cannot "
+                             f"hold its ModuleList values): index it with literal keys only")
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated):
+        func = original.func
+        if isinstance(func, cst.Attribute) and dotted(func.value) in self.flattened and \
+                func.attr.value in ("items", "keys", "values", "__len__", "update", "pop"):
+            self._note("manual", f"{dotted(func.value)} is a plain Module in the conversion (MindSpore's "
+                                 f"CellDict cannot hold its ModuleList values): {func.attr.value}() does not "
+                                 f"exist; use name_cells()")
+        return updated
+
+    def _own_attrs(self, cls: str) -> set[str]:
+        info = self.analysis.classes.get(cls)
+        if info is None:
+            return set()
+        own = set(info.attrs)
+        for base in info.bases:
+            if base.local:
+                own |= self._own_attrs(base.name)
+        return own
+
+    def _code_of(self, node) -> str:
+        return self.ctx.module.code_for_node(node)
