@@ -34,7 +34,9 @@ def cli() -> None:
               help="Files using torch larger than this many MB are reported, not converted.")
 @click.option("--no-cache", is_flag=True,
               help="Do not read or write the result cache (.msmigrate_cache/convert in the current directory).")
-def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other, jobs, max_mb, no_cache):
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when any converted file still needs torch (MSC108: it stops at its top).")
+def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other, jobs, max_mb, no_cache, strict):
     """Convert PyTorch scripts, notebooks and whole projects to MindSpore.
 
     PATHS are files or directories (searched recursively for .py and .ipynb files). By default
@@ -43,8 +45,13 @@ def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other
     would in one file. Places that could not be converted faithfully are marked in the code with
     `# msmigrate: CODE message` and listed on stderr, followed by a summary.
 
-    Exit status: 0 ok, 1 with --check when something would change, 2 on any error
-    (other files are still processed).
+    A converted file never mixes frameworks: when torch uses are left (APIs not in the tables,
+    or marked for manual work), the file starts with a comment block listing them and a `raise`
+    that stops it before any torch object meets a MindSpore one (MSC108); the summary's first
+    line counts such files.
+
+    Exit status: 0 ok, 1 with --check when something would change or with --strict when a file
+    still needs torch, 2 on any error (other files are still processed).
 
     The converted code is also linted (`msmigrate lint` rules); those findings name the
     converted file and its lines and are listed after the conversion's own diagnostics.
@@ -52,7 +59,8 @@ def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other
     from msmigrate.convert_run import Options, UsageError, run
 
     opts = Options(output=output, write=write, check=check, report=report_path, lint=not no_lint,
-                   quiet=quiet, copy_other=copy_other, jobs=jobs, max_mb=max_mb, cache=not no_cache)
+                   quiet=quiet, copy_other=copy_other, jobs=jobs, max_mb=max_mb, cache=not no_cache,
+                   strict=strict)
     try:
         code = run(list(paths), opts)
     except UsageError as exc:

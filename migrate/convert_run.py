@@ -27,6 +27,7 @@ from pathlib import Path
 from msmigrate import convert_cache
 from msmigrate.diagnostics import InputError
 from msmigrate.files import copy_atomic, read_text, walk_tree, write_atomic
+from msmigrate.torch_left import STOP_CODE
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SOURCE_SUFFIXES = (".py", ".ipynb")
@@ -53,6 +54,7 @@ class Options:
     max_mb: float = DEFAULT_MAX_MB
     progress: bool | None = None   # None: when stderr is a terminal
     cache: bool = True             # reuse results from .msmigrate_cache/convert (content-hash keyed)
+    strict: bool = False           # exit 1 when an output still needs torch
 
 
 @dataclass
@@ -350,6 +352,8 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
         return EXIT_ERROR
     if opts.check and summary.converted:
         return EXIT_FINDINGS
+    if opts.strict and summary.need_torch:
+        return EXIT_FINDINGS
     return EXIT_OK
 
 
@@ -562,6 +566,7 @@ class Summary:
     lint_codes: Counter = field(default_factory=Counter)
     by_hand: Counter = field(default_factory=Counter)
     first_seen: dict = field(default_factory=dict)
+    need_torch: list = field(default_factory=list)   # files whose converted code stops at its top
 
     def add(self, result: dict, lint: list[dict]) -> None:
         if result["changed"]:
@@ -570,9 +575,11 @@ class Summary:
             self.unchanged += 1
         self.statuses.update(c["status"] for c in result["conversions"])
         self.attention += len(result["diagnostics"])
+        if any(d["code"] == STOP_CODE for d in result["diagnostics"]):
+            self.need_torch.append(result["path"])
         for d in result["diagnostics"]:
             self.codes[d["code"]] += 1
-            if d.get("status") in ("manual", "unsupported"):
+            if d.get("status") in ("manual", "unsupported") and d["code"] != STOP_CODE:   # the file, not an API
                 key = _api_of(d["message"])
                 self.by_hand[key] += 1
                 if key not in self.first_seen:
@@ -595,11 +602,18 @@ class Summary:
                 "conversions": dict(sorted(self.statuses.items())),
                 "diagnostics": dict(sorted(self.codes.items())),
                 "lint": dict(sorted(self.lint_codes.items())),
+                "need_torch": self.need_torch,
                 "errors": [{k: e[k] for k in ("path", "cell", "line", "col", "message") if k in e} for e in errors],
                 "by_hand": self.top_by_hand(len(self.by_hand))}
 
     def lines(self, opts: Options, n_errors: int) -> list[str]:
         out = []
+        if self.need_torch:
+            n = len(self.need_torch)
+            shown = ", ".join(self.need_torch[:5]) + (", ..." if n > 5 else "")
+            out.append(f"{n} file{'s' if n != 1 else ''} still need{'s' if n == 1 else ''} torch ({shown}): "
+                       f"{'each stops' if n != 1 else 'it stops'} at its top ({STOP_CODE}) until the torch uses "
+                       f"listed there are converted by hand")
         if self.files > 1:
             out.append(f"summary: {self.files} files ({self.converted} converted, {self.unchanged} unchanged, "
                        f"{self.failed} failed), {self.lines_in} lines")

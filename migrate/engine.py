@@ -22,6 +22,7 @@ from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_functio
 from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
                              TRIVIA_TYPES, is_source, is_statement_type, module_imports, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
+from msmigrate.torch_left import stop_at_top
 
 MARKER = "# msmigrate:"
 REMOVED_NAME = "__msmigrate_removed__"
@@ -98,6 +99,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan.source_aliases = names.source_aliases
     plan.source_text, plan.source_names = source_map.top_level_text, source_map.top_level_names
     plan.stand_ins = source_map.with_verbatim
+    plan.source_tree = names.tree
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}), source_map)
     for structural_pass in structural_passes():
@@ -106,8 +108,9 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
-    return ConversionResult(path, source, ctx.plan.code(new_module), sorted(ctx.reporter.diagnostics),
-                            ctx.reporter.conversions)
+    code, stop = stop_at_top(ctx.plan.code(new_module), ctx.reporter.diagnostics, path)
+    diagnostics = ctx.reporter.diagnostics + ([stop] if stop else [])
+    return ConversionResult(path, source, code, sorted(diagnostics), ctx.reporter.conversions)
 
 
 @dataclass

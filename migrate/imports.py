@@ -28,6 +28,21 @@ def import_styles() -> dict[str, tuple[str, str]]:
     return out
 
 
+def source_modules(tree: ast.Module | None) -> set[str]:
+    """The torch modules deeper than the root that a file's imports load and that a plain
+    `import torch` would not name: `from torch.utils.tensorboard import X`, `import torch.x as y`
+    (a plain `import torch.x.y` stays as it is, binding `torch`)."""
+    out: set[str] = set()
+    plain: set[str] = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                (out if alias.asname else plain).add(alias.name)
+    return {m for m in out - plain if "." in m and m.split(".")[0] in SOURCE_ROOTS}
+
+
 def _attr_chain(root: str, rest: list[str]) -> cst.BaseExpression:
     expr: cst.BaseExpression = cst.Name(root)
     for part in rest:
@@ -52,6 +67,10 @@ class ImportPlan:
         # a statement -> the same for code generation, unchanged nested parts standing in as text
         self.stand_ins: Callable[[cst.CSTNode], cst.CSTNode] = lambda stmt: stmt
         self._texts: dict[int, tuple[cst.CSTNode, str]] = {}   # top-level statement -> its code
+        # the file's stdlib tree, for the torch submodules it imported (`from torch.utils.tensorboard
+        # import X`): a reference left as torch under one of them imports that submodule, which
+        # `import torch` may not load
+        self.source_tree: ast.Module | None = None
 
     def _usable(self, bound: str, module: str) -> bool:
         if self.existing.get(bound) == module:
@@ -81,9 +100,17 @@ class ImportPlan:
     def source_ref(self, qualname: str) -> cst.BaseExpression:
         """A torch reference that stays torch: fully qualified, so short aliases are freed."""
         parts = qualname.split(".")
-        if self.existing.get(parts[0]) != parts[0] or parts[0] in self.guarded:
+        submodule = next((m for m in (".".join(parts[:i]) for i in range(len(parts) - 1, 1, -1))
+                          if m in self._source_modules), None)
+        if submodule is not None:
+            self.needed.setdefault(parts[0], f"import {submodule}")
+        elif self.existing.get(parts[0]) != parts[0] or parts[0] in self.guarded:
             self.needed.setdefault(parts[0], f"import {parts[0]}")
         return _attr_chain(parts[0], parts[1:])
+
+    @functools.cached_property
+    def _source_modules(self) -> set[str]:
+        return source_modules(self.source_tree)
 
     # --- applying the plan -------------------------------------------------------------
     def apply(self, module: cst.Module) -> cst.Module:

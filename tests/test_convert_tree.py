@@ -235,13 +235,17 @@ def test_summary_and_report(big_tree, tmp_path):
     assert summary["files"] == {"total": 13, "converted": 11, "unchanged": 1, "failed": 1}
     expected_lines = sum(p.read_text().count("\n") for p in big_tree.rglob("*.py"))
     assert summary["lines"] == expected_lines
-    assert summary["diagnostics"] == {"MSC104": 6, "MSC105": 6}
+    # the files left calling torch.frobnicate stop at their top instead of mixing frameworks
+    assert summary["diagnostics"] == {"MSC104": 6, "MSC105": 6, "MSC108": 6}
+    assert len(summary["need_torch"]) == 6
     assert summary["conversions"]["auto"] > 20
     assert summary["lint"] == {"MSG801": 6}     # torch left in construct: flagged in the converted code
     top = summary["by_hand"][0]
     assert top == {"api": "torch.frobnicate", "count": 6, "first": f"{big_tree / 'extra_0.py'}:11:16"}
     assert [e["path"] for e in summary["errors"]] == [str(big_tree / "broken.py")]
     text = result.stderr
+    assert "\n6 files still need torch (" in text   # the summary's first line
+    assert text.index("6 files still need torch") < text.index("summary: 13 files")
     assert "summary: 13 files (11 converted, 1 unchanged, 1 failed)" in text
     assert re.search(r"^ +6  torch\.frobnicate +first at .*extra_0\.py:11:16$", text, re.M)
     assert "diagnostics: MSC104 6, MSC105 6" in text

@@ -105,7 +105,7 @@ def test_corpus_shapes(name):
     tree = ast.parse(code)
     assert convert_source(code, f"{name}.py").code == code
     if name == "guarded_import":   # torch is bound before the `if` that uses it
-        first = tree.body[0]
-        assert isinstance(first, ast.Import) and first.names[0].name == "torch", code
+        first = next(s for s in tree.body if not isinstance(s, ast.Raise))   # after the MSC108 stop
+        assert isinstance(first, ast.Import) and first.names[0].name.split(".")[0] == "torch", code
     if name == "removed_import_comments":
         assert "# torch stuff" in code and "    # lazily\n" in code, code

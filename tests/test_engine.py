@@ -68,7 +68,7 @@ def test_transform_only_apis_used_as_values_are_flagged_the_same_every_run():
            "fns = [F.normalize]\n\n@register(torch.nn.functional.embedding)\ndef f(x):\n    return x\n")
     result = convert_source(src)
     assert [(d.line, d.code, d.status) for d in result.diagnostics] == [
-        (4, "MSC102", "manual"), (5, "MSC102", "manual"), (7, "MSC102", "manual")]
+        (1, "MSC108", "manual"), (4, "MSC102", "manual"), (5, "MSC102", "manual"), (7, "MSC102", "manual")]
     assert "torch.nn.functional.embedding" in result.code
     script = ("import sys; from msmigrate import convert_source; "
               "print(convert_source(sys.stdin.read()).code)")

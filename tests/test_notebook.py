@@ -57,8 +57,10 @@ def test_cells_converted_as_one_program(tmp_path):
     cells = nb["cells"]
     assert len(cells) == len(NB["cells"])
     # the import rewritten in cell 2 serves the layer in cell 4; IPython lines untouched
-    assert cells[1]["source"] == ["%matplotlib inline\n", "from mindspore import nn\n", "import torch\n",
-                                  "!pip install tqdm"]
+    # torch.frobnicate is left: the first cell starts with the block that stops the notebook there
+    assert cells[1]["source"][0].startswith("# msmigrate: MSC108 ")
+    assert cells[1]["source"][-4:] == ["%matplotlib inline\n", "from mindspore import nn\n", "import torch\n",
+                                       "!pip install tqdm"]
     assert cells[3]["source"][:4] == ["layer = nn.Dense(2, 3)\n", "layer.set_train(True)\n", "files = !ls\n",
                                       "layer?\n"]
     assert cells[4]["source"][1] == "    %time y = x\n"

@@ -1,0 +1,163 @@
+"""A converted file never mixes frameworks: when its code still uses torch, it stops at its top
+(before any torch object can meet a MindSpore one halfway through training) with a comment block
+that lists each torch use left and why. Works on the converted text with the stdlib `ast`."""
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+from msmigrate.diagnostics import Diagnostic
+from msmigrate.names import SOURCE_ROOTS
+
+STOP_CODE = "MSC108"
+_ROOTS = "|".join(sorted(SOURCE_ROOTS))
+# a cheap test before parsing: a line that imports torch (or torchvision...)
+_IMPORT_LINE = re.compile(rf"^[ \t]*(?:from[ \t]+(?:{_ROOTS})\b|import[ \t][^\n#]*\b(?:{_ROOTS})\b)", re.M)
+STOP_LINE = 'raise RuntimeError("msmigrate: this converted file still needs torch; see the comment above")'
+
+
+UNUSED_IMPORT = "imported, nothing uses it: delete the import"
+
+
+def torch_uses(code: str) -> list[tuple[int, str, str]]:
+    """(line, torch API, note) of every torch reference left in `code`, in order; an import
+    nothing uses counts as a use of its module (noted UNUSED_IMPORT)."""
+    if not _IMPORT_LINE.search(code):
+        return []
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    bound: dict[str, str] = {}
+    imports: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in SOURCE_ROOTS:
+                    name = alias.asname or alias.name.split(".")[0]
+                    bound[name] = alias.name if alias.asname else name
+                    imports.append((node.lineno, alias.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] in SOURCE_ROOTS:
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                imports.append((node.lineno, node.module))
+    finder = _References(bound)
+    finder.visit(tree)
+    return [(line, api, "") for line, api in sorted(set(finder.uses))] or \
+        [(line, module, UNUSED_IMPORT) for line, module in sorted(set(imports))]
+
+
+class _References(ast.NodeVisitor):
+    """References to torch-bound names, outside functions that bind the same name locally."""
+
+    def __init__(self, bound: dict[str, str]) -> None:
+        self.bound = bound
+        self.uses: list[tuple[int, str]] = []
+
+    def visit_FunctionDef(self, node) -> None:
+        local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        declared = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                local.add(sub.id)
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+                declared.update(sub.names)
+        shadowed = (local - declared) & self.bound.keys()
+        if not shadowed:
+            self.generic_visit(node)
+            return
+        outer = self.bound
+        self.bound = {k: v for k, v in outer.items() if k not in shadowed}
+        self.generic_visit(node)
+        self.bound = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parts, value = [node.attr], node.value
+        while isinstance(value, ast.Attribute):
+            parts.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name) and value.id in self.bound:
+            self.uses.append((node.lineno, ".".join([self.bound[value.id], *reversed(parts)])))
+        else:
+            self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.bound:
+            self.uses.append((node.lineno, self.bound[node.id]))
+
+
+def stop_at_top(code: str, diagnostics: Iterable[Diagnostic], path: str) -> tuple[str, Diagnostic | None]:
+    """`code` with the stop block inserted after its docstring and `__future__` imports when it
+    still uses torch, and the file-level diagnostic that says so; else `code` unchanged."""
+    code, earlier = _without_stop_block(code)   # converting a converted file again renews the block
+    uses = torch_uses(code)
+    if not uses:
+        return code, None
+    lines = code.splitlines(keepends=True)
+    at = _insertion_line(code)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    reasons = {**_reasons(diagnostics), **earlier}
+    by_api: dict[str, list[int]] = {}
+    for line, api, note in uses:
+        by_api.setdefault(api, []).append(line)
+        reasons.setdefault(api, note or "left as torch")
+    entries = [(api, sorted(set(ls))) for api, ls in by_api.items()]
+    header_len = 3 + len(entries)
+    block = [f"# msmigrate: {STOP_CODE} this file still needs torch at run time; rather than mix torch and MindSpore",
+             "# objects it stops here. Convert these by hand (or drop them), then delete the raise below:"]
+    for api, ls in entries:
+        where = ", ".join(str(n + header_len if n > at else n) for n in ls)
+        block.append(f"#   line{'s' if len(ls) > 1 else ''} {where}: {api}: {reasons[api]}")
+    block.append(STOP_LINE)
+    assert len(block) == header_len
+    new = "".join(lines[:at]) + "".join(b + newline for b in block) + "".join(lines[at:])
+    names = ", ".join(api for api, _ in entries)
+    diag = Diagnostic(path, 1, 1, STOP_CODE, f"the converted file still needs torch ({names}): it stops at its top "
+                                        f"until these are converted by hand", "error", False, "manual")
+    return new, diag
+
+
+_ENTRY = re.compile(r"^#   lines? [\d, ]+: ([\w.]+): (.*)$")
+
+
+def _without_stop_block(code: str) -> tuple[str, dict[str, str]]:
+    """`code` without a stop block an earlier conversion put there, and that block's reasons
+    (converting the output again must change nothing, though the diagnostics behind them are gone)."""
+    if STOP_LINE not in code:
+        return code, {}
+    lines = code.splitlines(keepends=True)
+    end = next(i for i, ln in enumerate(lines) if ln.rstrip("\r\n") == STOP_LINE)
+    start = end
+    while start > 0 and lines[start - 1].startswith("#") and not lines[start].startswith(f"# msmigrate: {STOP_CODE}"):
+        start -= 1
+    reasons = {m.group(1): m.group(2) for m in map(_ENTRY.match, lines[start:end]) if m}
+    return "".join(lines[:start] + lines[end + 1:]), reasons
+
+
+def _insertion_line(code: str) -> int:
+    """How many lines precede the stop block: the module docstring and `__future__` imports."""
+    body = ast.parse(code).body
+    at = 0
+    for i, stmt in enumerate(body):
+        is_doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+            and isinstance(stmt.value.value, str)
+        if is_doc or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            at = stmt.end_lineno
+        else:
+            break
+    return at
+
+
+def _reasons(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
+    """torch API -> why it was left (diagnostic messages start with the API they are about)."""
+    out: dict[str, str] = {}
+    for d in sorted(diagnostics, key=lambda d: d.status == "review"):   # manual work explains best
+        api, _, why = d.message.partition(" ")
+        api = api.rstrip(":")
+        if api.split(".")[0] in SOURCE_ROOTS and api not in out:
+            out[api] = f"{d.code} {why.lstrip(': ')}".strip()
+    return out
