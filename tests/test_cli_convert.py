@@ -112,3 +112,31 @@ def test_converted_code_is_linted(tree):
     report = json.loads((tree / "r.json").read_text())
     assert [f["code"] for f in report["files"][0]["lint"]] == ["MSG801"]
     assert "MSG801" not in run(src, "-o", tree / "out2", "--no-lint").stderr
+
+
+def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
+    """Never mix frameworks: a program with torch uses left (a tensorboard writer, a distribution)
+    runs no line past its docstring; the stop names what is left, at the converted file's lines."""
+    src = tmp_path / "train.py"
+    src.write_text('"""A program."""\nfrom __future__ import annotations\nimport torch\n'
+                   "from torch.utils.tensorboard import SummaryWriter\n\n"
+                   "print('started')\nwriter = SummaryWriter()\n"
+                   "d = torch.distributions.Normal(torch.zeros(2), torch.ones(2))\n")
+    out = tmp_path / "out"
+    r = run(src, "-o", out, "--no-cache", "--strict", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr                      # --strict: a file still needs torch
+    assert r.stderr.splitlines()[-2].startswith("1 file still needs torch (")
+    code = (out / "train.py").read_text()
+    lines = code.splitlines()
+    assert lines[:2] == ['"""A program."""', "from __future__ import annotations"]
+    assert "import torch.utils.tensorboard" in lines      # the submodule the name came from
+    for api in ("torch.utils.tensorboard.SummaryWriter", "torch.distributions.Normal"):
+        entry = next(ln for ln in lines if ln.startswith("#   line") and f": {api}: " in ln)
+        at = int(entry.split()[2].rstrip(":"))
+        assert api in lines[at - 1]                         # the line it names, in the converted file
+    run = subprocess.run([sys.executable, str(out / "train.py")], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ""})
+    assert run.returncode == 1 and "started" not in run.stdout
+    assert run.stderr.rstrip().endswith("msmigrate: this converted file still needs torch; see the comment above")
+    again = run(out / "train.py", "--no-cache", cwd=tmp_path)
+    assert again.stdout == ""                                # converting the output again changes nothing
