@@ -249,6 +249,56 @@ class _Analysis(cst.CSTVisitor):
             self._bind(node.target, self.value_kind(node.value))
 
 
+class _NameFilters(cst.CSTVisitor):
+    """Parameter-name tests in loops over `named_parameters()`: `'bias' in n`, `n.endswith(...)`,
+    `any(nd in n for nd in no_decay)` (the list `no_decay` is recorded)."""
+
+    def __init__(self) -> None:
+        self.name_vars: list[str] = []
+        self.literals: dict[int, str] = {}     # id(string in a test) -> its text
+        self.lists: set[str] = set()           # names of string lists tested against names
+        self.suffixes: dict[int, str] = {}     # id(string argument of n.endswith/startswith)
+
+    def _enter(self, target, it) -> bool:
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and \
+                it.func.attr.value == "named_parameters" and isinstance(target, cst.Tuple) and \
+                target.elements and isinstance(target.elements[0].value, cst.Name):
+            self.name_vars.append(target.elements[0].value.value)
+            return True
+        return False
+
+    def visit_For(self, node) -> None:
+        self._enter(node.target, node.iter)
+
+    def visit_CompFor(self, node) -> None:
+        self._enter(node.target, node.iter)
+
+    def visit_Comparison(self, node) -> None:
+        if not self.name_vars or len(node.comparisons) != 1:
+            return
+        comp = node.comparisons[0]
+        if isinstance(comp.operator, (cst.In, cst.NotIn)) and isinstance(comp.comparator, cst.Name) and \
+                comp.comparator.value in self.name_vars and isinstance(node.left, cst.SimpleString):
+            self.literals[id(node.left)] = node.left.evaluated_value
+
+    def visit_GeneratorExp(self, node) -> None:
+        # any(nd in n for nd in no_decay)
+        elt = node.elt
+        if self.name_vars and isinstance(elt, cst.Comparison) and len(elt.comparisons) == 1 and \
+                isinstance(elt.comparisons[0].operator, cst.In) and \
+                isinstance(elt.comparisons[0].comparator, cst.Name) and \
+                elt.comparisons[0].comparator.value in self.name_vars and \
+                isinstance(node.for_in.iter, cst.Name):
+            self.lists.add(node.for_in.iter.value)
+
+    def visit_Call(self, node) -> None:
+        func = node.func
+        if self.name_vars and isinstance(func, cst.Attribute) and func.attr.value in ("endswith", "startswith") \
+                and isinstance(func.value, cst.Name) and func.value.value in self.name_vars and \
+                len(node.args) == 1 and isinstance(node.args[0].value, cst.SimpleString):
+            self.suffixes[id(node.args[0].value)] = node.args[0].value.evaluated_value
+
+
 # ---------------------------------------------------------------------------------------
 # The rewrite
 # ---------------------------------------------------------------------------------------
@@ -291,7 +341,12 @@ class LayerAttributePass(cst.CSTTransformer):
         flattened = {name for scope in [*(c.attrs for c in analysis.classes.values()),
                                         *analysis.variables.values()]
                      for name, k in scope.items() if _holds_containers(k)}
-        self.wants = ctx.statements_naming(_renamed_words() | {"ModuleDict", "__name__"} | flattened)
+        filters = _NameFilters()
+        if "named_parameters" in ctx.source:
+            ctx.module.visit(filters)
+        self.name_filters = filters
+        self.wants = ctx.statements_naming(_renamed_words() | {"ModuleDict", "__name__"} | flattened
+                                           | filters.lists)
         self.skipped: set[int] = set()
         self.changes = 0              # rewrites made so far
         self.literal_renames: dict[int, cst.SimpleString] = {}   # class-name literals to rewrite
@@ -469,7 +524,53 @@ class LayerAttributePass(cst.CSTTransformer):
                 f"class-name test {literal.value}: MindSpore's classes are named "
                 f"{', '.join(sorted(ms_names))}; adapt the test")
 
+    # ---- parameter-name filters ------------------------------------------------------
+    def parameter_names(self, text: str) -> list[str]:
+        """MindSpore spellings of a torch parameter-name fragment ('bias' -> ['bias', 'beta'],
+        'ln_f.weight' -> ['ln_f.gamma']), for the layers this program builds."""
+        head, _, last = text.rpartition(".")
+        if not last or not any(last in self.renames.get(q, {}) for q in self.analysis.created):
+            return [text]
+        if head:
+            owner = self.member(None, head.rsplit(".", 1)[-1])
+            layers = self._layer_of(owner)
+            if layers is not None:
+                return sorted({f"{head}.{self.renames.get(q, {}).get(last, last)}" for q in layers})
+        return [text] + sorted({f"{head + '.' if head else ''}{self.renames[q][last]}"
+                                for q in self.analysis.created if last in self.renames.get(q, {})})
+
+    def leave_Comparison(self, original, updated):
+        left = original.left
+        if id(left) not in self.name_filters.literals:
+            return updated
+        names = self.parameter_names(self.name_filters.literals[id(left)])
+        if names == [self.name_filters.literals[id(left)]]:
+            return updated
+        negated = isinstance(original.comparisons[0].operator, cst.NotIn)
+        name = self._code_of(original.comparisons[0].comparator)
+        parts = [f"{n!r} {'not in' if negated else 'in'} {name}" for n in names]
+        return cst.parse_expression("(" + (" and " if negated else " or ").join(parts) + ")")
+
+    def leave_Assign(self, original, updated):
+        if len(original.targets) != 1 or not isinstance(original.targets[0].target, cst.Name) or \
+                original.targets[0].target.value not in self.name_filters.lists or \
+                not isinstance(original.value, (cst.List, cst.Tuple, cst.Set)):
+            return updated
+        elements = original.value.elements
+        if not all(isinstance(e, cst.Element) and isinstance(e.value, cst.SimpleString) for e in elements):
+            return updated
+        names = [n for e in elements for n in self.parameter_names(e.value.evaluated_value)]
+        names = list(dict.fromkeys(names))
+        if names == [e.value.evaluated_value for e in elements]:
+            return updated
+        kind = {cst.List: "[{}]", cst.Tuple: "({},)", cst.Set: "{{{}}}"}[type(original.value)]
+        return updated.with_changes(value=cst.parse_expression(kind.format(", ".join(map(repr, names)))))
+
     def leave_SimpleString(self, original, updated):
+        if id(original) in self.name_filters.suffixes:   # n.endswith('bias') -> n.endswith(('bias', 'beta'))
+            names = self.parameter_names(self.name_filters.suffixes[id(original)])
+            if len(names) > 1 or names[0] != original.evaluated_value:
+                return cst.parse_expression(f"({', '.join(map(repr, names))},)" if len(names) > 1 else repr(names[0]))
         if id(original) in self.class_name_notes:
             self._note("review", self.class_name_notes.pop(id(original)))
         return self.literal_renames.pop(id(original), updated)
@@ -557,6 +658,8 @@ class LayerAttributePass(cst.CSTTransformer):
             # an object of unknown class: the attribute name alone, when every class of the
             # program that sets it sets the same layer
             found = {info.attrs[attr] for info in self.analysis.classes.values() if attr in info.attrs}
+            found |= {k.member(attr) for info in self.analysis.classes.values() for k in info.attrs.values()
+                      if isinstance(k, Kind) and any(key == attr for key, _ in k.members)}
             if not found or OWN in found or None in found:
                 return None
             found = tuple(sorted(found, key=lambda k: k.name))

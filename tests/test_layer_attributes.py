@@ -139,6 +139,15 @@ def run(torch_path: str, ms_path: str) -> dict:
     idx = rng.integers(0, 11, (2, 7)).astype(np.int64)
     out["gpt:forward"] = _max_err(m(ms.Tensor(idx)).asnumpy(), t(torch.tensor(idx)).detach().numpy())
 
+    # ---- parameter-name filters (weight-decay groups): same parameters in each group ----
+    for label, (tg, mg) in zip(["decay", "no_decay", "biases", "weights"],
+                               zip(tmod.param_groups(t), mmod.param_groups(m))):
+        if label in ("decay", "no_decay"):
+            tg, mg = [p.numel() for p in tg], [int(p.size) for p in mg if p.requires_grad]
+        out[f"gpt:groups:{label}"] = [sorted(tg) if label in ("decay", "no_decay") else len(tg),
+                                      sorted(mg) if label in ("decay", "no_decay") else
+                                      len([n for n in mg if "moving_" not in n])]
+
     # ---- Head: Linear/LayerNorm subclasses, class-name init, Dropout2d on 2-D ------------
     t, m = tmod.Head(), mmod.Head()
     out["head:reset_parameters"] = _max_err(m.fc.weight.asnumpy(), t.fc.weight.detach().numpy())
