@@ -134,9 +134,9 @@ def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
         entry = next(ln for ln in lines if ln.startswith("#   line") and f": {api}: " in ln)
         at = int(entry.split()[2].rstrip(":"))
         assert api in lines[at - 1]                         # the line it names, in the converted file
-    run = subprocess.run([sys.executable, str(out / "train.py")], capture_output=True, text=True,
+    ran = subprocess.run([sys.executable, str(out / "train.py")], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": ""})
-    assert run.returncode == 1 and "started" not in run.stdout
-    assert run.stderr.rstrip().endswith("msmigrate: this converted file still needs torch; see the comment above")
+    assert ran.returncode == 1 and "started" not in ran.stdout
+    assert ran.stderr.rstrip().endswith("msmigrate: this converted file still needs torch; see the comment above")
     again = run(out / "train.py", "--no-cache", cwd=tmp_path)
     assert again.stdout == ""                                # converting the output again changes nothing
