@@ -63,6 +63,7 @@ class Kind:
     name: str
     local: bool = False
     item: "Kind | None" = None                       # ModuleList/Sequential items (all one kind)
+    items: tuple = ()                                # ... each item's kind, when listed literally
     members: tuple[tuple[str, "Kind | None"], ...] = ()   # ModuleDict: key -> kind
 
     def member(self, key: str) -> "Kind | None":
@@ -73,6 +74,12 @@ def _holds_containers(kind) -> bool:
     """A ModuleDict with ModuleList/ModuleDict/Sequential values (MindSpore's CellDict rejects them)."""
     return isinstance(kind, Kind) and kind.name == "torch.nn.ModuleDict" and \
         any(k is not None and k.name in CONTAINERS for _, k in kind.members)
+
+
+@dataclass(frozen=True, eq=False)
+class Alias:
+    """A variable assigned from another expression (`emb = model.tok`): typed where it is used."""
+    expr: cst.BaseExpression
 
 
 UNKNOWN_MODULE = Kind("<module>")   # a module of unknown class (apply() argument, modules() item)
@@ -102,6 +109,8 @@ class _Analysis(cst.CSTVisitor):
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {b for scope in ctx.names.scopes.values() for b, q in scope.items() if is_source(q)}
         words |= set(ctx.names.classes) | set(project_classes) | {"self"}
+        # and the variables whose attributes may be renamed (`emb = model.tok` ... `emb.weight`)
+        words |= set(re.findall(rf"\b(\w+)\s*\.\s*(?:{'|'.join(sorted(_renamed_words()))})\b", ctx.source))
         self.wants = ctx.statements_naming(words)
         self.skipped: set[int] = set()
         self.scopes = ScopeStack(dict(ctx.names.imports))
@@ -142,12 +151,16 @@ class _Analysis(cst.CSTVisitor):
             return Kind(name, local=True)
         if not is_source(q):
             return None
+        if q.endswith(".from_pretrained"):   # nn.Embedding.from_pretrained(w): an Embedding
+            q = q.rsplit(".", 1)[0]
         last = q.rsplit(".", 1)[-1]
         if not (q.startswith("torch.nn.") and last[:1].isupper()):
             return None
         self.created.add(q)
         if q in ("torch.nn.ModuleList", "torch.nn.Sequential"):
-            return Kind(q, item=_union(self.item_kinds(call, q)))
+            kinds = self.item_kinds(call, q)
+            listed = q == "torch.nn.Sequential" or (call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)))
+            return Kind(q, item=_union(kinds), items=tuple(kinds) if listed else ())
         if q == "torch.nn.ModuleDict":
             members = self.dict_members(call.args[0].value) if call.args else {}
             return Kind(q, members=tuple((members or {}).items()))
@@ -157,6 +170,12 @@ class _Analysis(cst.CSTVisitor):
         if isinstance(value, cst.Call):
             return self.call_kind(value)
         return None
+
+    def variable_kind(self, value):
+        """A variable's value: a constructor's Kind, or an Alias of a name/attribute/item."""
+        if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+            return Alias(value)
+        return self.value_kind(value)
 
     def item_kinds(self, call: cst.Call, q: str) -> list:
         if q == "torch.nn.Sequential":
@@ -218,7 +237,7 @@ class _Analysis(cst.CSTVisitor):
         self.scope_nodes.pop()
         self.scopes.pop()
 
-    def _bind(self, target, kind) -> None:
+    def _bind(self, target, kind, variable=None) -> None:
         name = dotted(target)
         if name is None:
             return
@@ -234,19 +253,18 @@ class _Analysis(cst.CSTVisitor):
         if "." in name:
             return
         scope = self.variables.setdefault(id(self.scope_nodes[-1]), {})
-        if name in scope and scope[name] != kind:
-            scope[name] = None
+        if name in scope and scope[name] != variable:
+            scope[name] = None   # assigned several things: unknown
         else:
-            scope[name] = kind
+            scope[name] = variable
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        kind = self.value_kind(node.value)
         for t in node.targets:
-            self._bind(t.target, kind)
+            self._bind(t.target, self.value_kind(node.value), self.variable_kind(node.value))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._bind(node.target, self.value_kind(node.value))
+            self._bind(node.target, self.value_kind(node.value), self.variable_kind(node.value))
 
 
 class _NameFilters(cst.CSTVisitor):
@@ -351,6 +369,7 @@ class LayerAttributePass(cst.CSTTransformer):
         self.changes = 0              # rewrites made so far
         self.literal_renames: dict[int, cst.SimpleString] = {}   # class-name literals to rewrite
         self.class_name_notes: dict[int, str] = {}
+        self.resolving: set = set()   # aliases being typed (a = b; b = a)
         self.flattened: set[str] = set()   # ModuleDicts made plain Modules (as the code names them)
         self.change_marks: list[int] = []
 
@@ -622,7 +641,16 @@ class LayerAttributePass(cst.CSTTransformer):
             for node in reversed(self.scope_nodes):
                 found = self.analysis.variables.get(id(node), {})
                 if name in found:
-                    return found[name]
+                    value = found[name]
+                    if isinstance(value, Alias):
+                        if value in self.resolving:
+                            return None
+                        self.resolving.add(value)
+                        try:
+                            return self.kind(value.expr)
+                        finally:
+                            self.resolving.discard(value)
+                    return value
             if self._is_apply_function_param(name):
                 return UNKNOWN_MODULE
             return None
@@ -640,6 +668,13 @@ class LayerAttributePass(cst.CSTTransformer):
                         isinstance(expr.slice[0].slice, cst.Index) and \
                         isinstance(expr.slice[0].slice.value, cst.SimpleString):
                     return owner.member(expr.slice[0].slice.value.evaluated_value)
+                index = expr.slice[0].slice if len(expr.slice) == 1 else None
+                if owner.items and isinstance(index, cst.Index):
+                    try:
+                        i = int(self._code_of(index.value))
+                        return owner.items[i]
+                    except (ValueError, IndexError):
+                        pass
                 return owner.item
             return None
         if isinstance(expr, cst.Call):

@@ -157,6 +157,11 @@ def run(torch_path: str, ms_path: str) -> dict:
     tp, mp = params(t, "torch"), params(m, "ms")
     out["head:weights_init:fc"] = _max_err(mp["fc.weight"], tp["fc.weight"])
     out["head:weights_init:norm"] = _max_err(mp["norm.gamma"], tp["norm.weight"])
+    out["head:sequential_item"] = _max_err(mp["seq.1.gamma"], tp["seq.1.weight"])
+    tmod.freeze_norm(t)
+    mmod.freeze_norm(m)
+    out["head:alias_frozen"] = [t.norm.weight.requires_grad, m.norm.gamma.requires_grad]
+    _copy_weights(t, m)
     x = rng.standard_normal((5, 6)).astype(np.float32)
     t.eval()
     m.set_train(False)
@@ -171,13 +176,15 @@ def run(torch_path: str, ms_path: str) -> dict:
     t, m = tmod.ChannelDrop(0.5), mmod.ChannelDrop(0.5)
     t.train()
     m.set_train(True)
-    for shape in [(64, 32), (8, 64, 16), (8, 64, 4, 4), (4, 64, 2, 3, 3)]:
-        x = rng.uniform(1, 2, shape).astype(np.float32)
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # torch: 2-D/5-D input to dropout2d is deprecated
-            ty = t(torch.tensor(x)).numpy()
-        out[f"drop2d:{len(shape)}d"] = [_mask_structure(ty, x), _mask_structure(m(ms.Tensor(x)).asnumpy(), x)]
+    import warnings
+    for kind in ("2d", "3d", "functional"):
+        for shape in [(64, 32), (64, 16, 8), (64, 16, 4, 4), (4, 64, 2, 3, 3)]:
+            x = rng.uniform(1, 2, shape).astype(np.float32)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # torch: some of these ranks are deprecated
+                ty = t(torch.tensor(x), kind).numpy()
+            out[f"drop{kind}:{len(shape)}d"] = [_mask_structure(ty, x),
+                                                _mask_structure(m(ms.Tensor(x), kind).asnumpy(), x)]
     return out
 
 
@@ -201,8 +208,10 @@ def test_layer_attributes_run_like_torch():
     # the checks saw what they are about
     assert all(v == [True, True] or v == [1.0, 1.0] for k, v in pairs.items() if ":tied" in k or "range" in k
                or ":std" in k or "no_bias" in k), pairs
+    assert pairs["head:alias_frozen"] == [False, False]
     assert pairs["drop2d:3d"][0]["shared"] == [False, False, True]   # torch: (N, C) channels
     assert pairs["drop2d:2d"][0]["shared"] == [False, False]          # torch: single elements
+    assert pairs["drop3d:4d"][0]["shared"] == [False, True, True, True]   # torch: unbatched (C, ...)
 
 
 if __name__ == "__main__":

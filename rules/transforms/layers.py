@@ -111,18 +111,48 @@ def square_subsequent_mask(site):
                      full="@mindspore.ops.full", n=sz)
 
 
+# torch's channel dropout, for every input rank it accepts, as MindSpore's (4-D / 5-D only) input:
+# Dropout2d zeroes whole (N, C) slices at any rank >= 2 (2-D input: single elements); Dropout3d
+# treats input below 5-D as unbatched (C, ...) and zeroes whole C slices. The input is viewed with
+# the same mask axes and given back its shape.
+_CHANNEL_VIEWS = {
+    "2d": "{x}.reshape({x}.shape[0], {x}.shape[1], -1, 1)",
+    "3d": "({x}.reshape({x}.shape[0], {x}.shape[1], -1, 1, 1) if {x}.ndim == 5 "
+          "else {x}.reshape(1, {x}.shape[0], -1, 1, 1))",
+}
+
+
+def channel_view(site, x: cst.BaseExpression):
+    """`x` viewed for MindSpore's dropout2d/dropout3d (see _CHANNEL_VIEWS); None (and a marker)
+    when `x` is an expression that would be evaluated several times."""
+    rank = "3d" if site.qualname.lower().endswith("3d") else "2d"
+    if not isinstance(x, (cst.Name, cst.Attribute)):
+        site.flag("review", f"{site.qualname}: MindSpore's needs {'5' if rank == '3d' else '4'}-D input "
+                            f"(torch's takes other ranks too): name the input (`h = ...`) and convert "
+                            f"again, or make sure of its rank")
+        return None
+    return site.expr(_CHANNEL_VIEWS[rank], x=x)
+
+
 def channel_dropout_call(site):
-    """`drop(x)` on a Dropout2d: torch zeroes whole (N, C) slices of an input of any rank >= 2
-    (2-D: single elements; 3-D: channels of (N, C, L)); MindSpore's takes 4-D input only. The
-    input is viewed as (N, C, -1, 1) and given back its shape: the same (N, C) mask at every rank."""
+    """`drop(x)` on a Dropout2d/Dropout3d object: applied to the channel view of x."""
     args = site.node.args
     if len(args) != 1 or args[0].keyword is not None or args[0].star:
         return site.node
     x = args[0].value
-    if not isinstance(x, (cst.Name, cst.Attribute)):
-        site.flag("review", f"{site.qualname}: MindSpore's Dropout2d needs 4-D input (torch's also takes "
-                            f"2-D/3-D): name the input (`h = ...; drop(h)`) and convert again, or make sure "
-                            f"it is 4-D")
+    view = channel_view(site, x)
+    if view is None:
         return site.node
-    return site.expr("{f}({x}.reshape({x}.shape[0], {x}.shape[1], -1, 1)).reshape({x}.shape)",
-                     f=site.node.func, x=x)
+    return site.expr("{f}({v}).reshape({x}.shape)", f=site.node.func, v=view, x=x)
+
+
+def channel_dropout(site):
+    """F.dropout2d/F.dropout3d(x, p, training): on the channel view of x."""
+    call = site.call(site.record.target)
+    x = site.arg("input")
+    view = channel_view(site, x) if x is not None else None
+    if view is None:
+        return call
+    args = list(call.args)
+    args[0] = args[0].with_changes(value=view)
+    return site.expr("{c}.reshape({x}.shape)", c=call.with_changes(args=args), x=x)
