@@ -830,6 +830,15 @@ class Rewriter(cst.CSTTransformer):
         if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass"):
             self.type_checks += 1
 
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if _is_type_test(node):
+            self.type_checks += 1
+
+    def leave_Comparison(self, original, updated):
+        if _is_type_test(original):
+            self.type_checks -= 1
+        return updated
+
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         self.skip.add(id(node.attr))
         if id(node) in self.skip:
@@ -1118,6 +1127,14 @@ def _method_call(site: Site) -> cst.BaseExpression:
         return call.with_changes(args=_respace(call.args, site.standard_args()))
     args = [cst.Arg(site.receiver), *site.standard_args()]
     return cst.Call(func=site.ref(target), args=args)
+
+
+def _is_type_test(node: cst.Comparison) -> bool:
+    """`type(m) == nn.Linear`, `type(m) is X`, `type(m) in (A, B)`: classes only compared."""
+    left = node.left
+    return (isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "type"
+            and all(isinstance(c.operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                    for c in node.comparisons))
 
 
 def _describe(exc: Exception) -> str:

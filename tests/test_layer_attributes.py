@@ -139,6 +139,8 @@ def run(torch_path: str, ms_path: str) -> dict:
     idx = rng.integers(0, 11, (2, 7)).astype(np.int64)
     out["gpt:forward"] = _max_err(m(ms.Tensor(idx)).asnumpy(), t(torch.tensor(idx)).detach().numpy())
 
+    out["gpt:type_test"] = [tmod.count_linear(t), mmod.count_linear(m)]
+
     # ---- parameter-name filters (weight-decay groups): same parameters in each group ----
     for label, (tg, mg) in zip(["decay", "no_decay", "biases", "weights"],
                                zip(tmod.param_groups(t), mmod.param_groups(m))):
@@ -209,6 +211,7 @@ def test_layer_attributes_run_like_torch():
     assert all(v == [True, True] or v == [1.0, 1.0] for k, v in pairs.items() if ":tied" in k or "range" in k
                or ":std" in k or "no_bias" in k), pairs
     assert pairs["head:alias_frozen"] == [False, False]
+    assert pairs["gpt:type_test"] == [3, 3]
     assert pairs["drop2d:3d"][0]["shared"] == [False, False, True]   # torch: (N, C) channels
     assert pairs["drop2d:2d"][0]["shared"] == [False, False]          # torch: single elements
     assert pairs["drop3d:4d"][0]["shared"] == [False, True, True, True]   # torch: unbatched (C, ...)
