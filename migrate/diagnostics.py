@@ -20,6 +20,7 @@ CONVERT_CODES = {
     "MSC105": "an argument or value has no MindSpore equivalent",
     "MSC106": "the call's arguments could not be matched to the torch signature",
     "MSC107": "internal error while converting this reference: left as it was (please report it)",
+    "MSC109": "a step was left uncompiled (PyNative): a static graph would freeze or reject code it runs",
     "MSC108": "the converted file still needs torch at run time: it stops at its top (never mixes frameworks)",
 }
 STATUS_CODE = {REVIEW: "MSC101", MANUAL: "MSC102", UNSUPPORTED: "MSC103"}

@@ -22,6 +22,7 @@ from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_functio
 from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
                              TRIVIA_TYPES, is_source, is_statement_type, module_imports, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
+from msmigrate.compile_check import uncompile_unsound_steps
 from msmigrate.torch_left import stop_at_top
 
 MARKER = "# msmigrate:"
@@ -108,8 +109,9 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
-    code, stop = stop_at_top(ctx.plan.code(new_module), ctx.reporter.diagnostics, path)
-    diagnostics = ctx.reporter.diagnostics + ([stop] if stop else [])
+    code, uncompiled = uncompile_unsound_steps(ctx.plan.code(new_module), source, path)
+    code, stop = stop_at_top(code, ctx.reporter.diagnostics, path)
+    diagnostics = ctx.reporter.diagnostics + uncompiled + ([stop] if stop else [])
     return ConversionResult(path, source, code, sorted(diagnostics), ctx.reporter.conversions)
 
 

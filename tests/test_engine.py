@@ -76,3 +76,23 @@ def test_transform_only_apis_used_as_values_are_flagged_the_same_every_run():
                               env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout
                for seed in ("1", "2", "3")}
     assert len(outputs) == 1
+
+
+def test_a_step_whose_graph_would_freeze_python_values_is_left_uncompiled():
+    """The converter lints its own output: a forward drawing from `random` would be frozen by
+    @ms.jit (the same depth every step, silently), so that step runs in PyNative with MSC109;
+    the same program without the draw is compiled. (tests/test_parity_programs.py runs
+    fixtures/programs/train_random_depth.py against torch.)"""
+    src = ("import random\nimport torch\nimport torch.nn as nn\n\n"
+           "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.fc = nn.Linear(4, 1)\n\n    def forward(self, x):\n"
+           "        return self.fc(x) * random.random()\n\n"
+           "net = Net()\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+           "for step in range(3):\n    loss = net(torch.ones(2, 4)).sum()\n"
+           "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    result = convert_source(src, "t.py")
+    assert [(d.line, d.code) for d in result.diagnostics] == [(11, "MSC109")]
+    assert "MSG203" in result.diagnostics[0].message and "train_step" in result.diagnostics[0].message
+    assert "@ms.jit" not in result.code and "def train_step(" in result.code
+    sound = convert_source(src.replace(" * random.random()", ""), "t.py")
+    assert sound.diagnostics == [] and "@ms.jit\ndef train_step(" in sound.code

@@ -25,6 +25,7 @@ STEPS = {
     "loop_trainer.py": 8,      # two epochs of the Trainer
     "loop_transformer.py": 6,  # past the 4-step warmup
     "loop_gru.py": 6,          # a whole cosine period (T_max=6)
+    "train_random_depth.py": 6,   # a frozen depth draw (a compiled step) diverges by step 4
 }
 
 

@@ -10,7 +10,8 @@ torch      every `Tensor.backward()` is one step: its loss, the batch most recen
            at the end), and for step 1 the gradients and every submodule's output. The model is
            the first module with parameters called from outside any other module.
 mindspore  every call of a jitted function named `train_step*` defined in the program is one
-           step (its first output is the loss). Before step 1 the torch initial weights are
+           step (its first output is the loss); so is a call of an undecorated `train_step*`
+           (a step `msmigrate convert` left uncompiled, MSC109). Before step 1 the torch initial weights are
            loaded into the network through the weight mapping; batches recorded by torch replace
            the step's positional arguments when they differ. With grads, so
            that gradients and cell outputs can be captured, step 1 first runs once uncompiled with the
@@ -483,7 +484,9 @@ def run_mindspore(rec: Record, script: str) -> None:
         if (code is None or not function.__name__.startswith("train_step")
                 or os.path.realpath(code.co_filename) != script_file):
             return compiled
+        return recording(function, compiled)
 
+    def recording(function, compiled):
         def recording_step(*args, **kwargs):
             step = len(rec.losses) + 1
             if step > rec.limit:
@@ -513,20 +516,45 @@ def run_mindspore(rec: Record, script: str) -> None:
         return recording_step
 
     ms.jit = jit
-    _run_program(script)
+    # a train_step* left uncompiled (msmigrate convert's MSC109) is recorded the same way
+    _run_program(script, steps=lambda function: recording(function, function))
 
 
-def _run_program(script: str) -> None:
+def _run_program(script: str, steps=None) -> None:
+    """Run `script` as __main__; with `steps`, every undecorated function named train_step*
+    is decorated with it first (the code is otherwise compiled from the file as it is)."""
     script_dir = str(Path(script).resolve().parent)
     sys.path.insert(0, script_dir)
     sys.argv = [script]
     try:
-        runpy.run_path(script, run_name="__main__")
+        if steps is None:
+            runpy.run_path(script, run_name="__main__")
+        else:
+            _run_with_step_decorator(script, steps)
     except StopRun:
         pass
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise
+
+
+def _run_with_step_decorator(script: str, decorator) -> None:
+    import ast
+    import builtins
+
+    path = str(Path(script).resolve())
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("train_step") and not node.decorator_list:
+            node.decorator_list.append(ast.copy_location(ast.Name("__msmigrate_step__", ast.Load()), node))
+    ast.fix_missing_locations(tree)
+    main = type(sys)("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __msmigrate_step__=decorator)
+    saved, sys.modules["__main__"] = sys.modules.get("__main__"), main
+    try:
+        exec(compile(tree, path, "exec"), main.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,68 @@
+"""The converter checks its own output with the lint analysis: a step it compiled with `@ms.jit`
+whose code a static graph would compute differently (a `random` draw or a global write frozen at
+compile time, MSG2xx) or not compile at all (MSG1xx) is left in PyNative instead, with a marker.
+PyNative runs the Python of every call, as torch does; the marker says what to fix to compile it."""
+from __future__ import annotations
+
+import re
+
+from msmigrate.diagnostics import Diagnostic
+
+UNCOMPILED_CODE = "MSC109"
+# graph-mode bands whose errors mean "fails to compile" or "computes something else"; Python I/O
+# (MSG204: a print runs at compile time only) changes what is shown, not what is computed
+_UNSOUND = ("MSG1", "MSG2")
+_SHOWN_ONLY = ("MSG204",)
+_JIT_DECORATOR = re.compile(r"^([ \t]*)@(?:ms|mindspore)\.jit[ \t]*(?:#.*)?$")
+
+
+def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, list[Diagnostic]]:
+    """`code` with the `@ms.jit` decorators the conversion added replaced by a marker when the
+    lint analysis finds unsound graph code in the file, and the diagnostics that say so."""
+    lines = code.splitlines(keepends=True)
+    added = [i for i, ln in enumerate(lines) if _JIT_DECORATOR.match(ln) and ln.strip() not in source]
+    if not added:
+        return code, []
+    from msmigrate.lint import lint_source
+    from msmigrate.lint.config import LintConfig
+
+    try:
+        findings = [f for f in lint_source(code, path, LintConfig(select=_UNSOUND, ignore=_SHOWN_ONLY))
+                    if f.severity == "error"]
+    except SyntaxError:
+        return code, []
+    if not findings:
+        return code, []
+    first = findings[0]
+    why = (f"{first.code} at line {first.line} of the converted code: {first.message}"
+           + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""))
+    names = []
+    for i in added:
+        indent = _JIT_DECORATOR.match(lines[i]).group(1)
+        names.append(_decorated_name(lines, i))
+        newline = "\r\n" if lines[i].endswith("\r\n") else "\n"
+        lines[i] = (f"{indent}# msmigrate: {UNCOMPILED_CODE} left uncompiled (PyNative) because a static graph would "
+                    f"freeze or reject this code: {why}{newline}")
+    line = _source_line(source, code.splitlines()[first.line - 1])
+    message = (f"{', '.join(names)} left uncompiled (PyNative, no @ms.jit): {why}; it trains like torch but "
+               f"slower: fix that code, then add @ms.jit back")
+    return "".join(lines), [Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
+                                       "warning", False, "review")]
+
+
+def _decorated_name(lines: list[str], at: int) -> str:
+    for ln in lines[at + 1:]:
+        m = re.match(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", ln)
+        if m:
+            return m.group(1)
+    return "the step"
+
+
+def _source_line(source: str, text: str) -> int:
+    """The line of the input that reads `text` (the finding's code, unchanged by the
+    conversion in most cases), else 1."""
+    want = text.strip()
+    for n, ln in enumerate(source.splitlines(), 1):
+        if want and ln.strip() == want:
+            return n
+    return 1
