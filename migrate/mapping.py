@@ -17,6 +17,8 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     attributes = { in_features = "in_channels" }   # attributes of the object it creates,
                                             # renamed where the program reads or writes them
                                             # (parameter names come from rules/weights.toml)
+    fixed = ["momentum", "eps"]             # attributes MindSpore reads only when it builds the
+                                            # object: setting them later is marked
     status = "auto"                         # auto | review | manual | unsupported
     note = "why it is not auto / what to check"
 
@@ -43,7 +45,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "csv"}
+           "attributes", "fixed", "csv"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class ApiRecord:
     instance_call: str = ""   # called on calls of an object this API created (criterion(out, y))
     on_instantiate: str = ""  # called on the statement that binds a new instance to a name
     attributes: dict = field(default_factory=dict)   # object attribute -> MindSpore name
+    fixed: tuple[str, ...] = ()   # object attributes read only at construction in MindSpore
     source: str = ""          # the toml file it came from
 
     @property
@@ -94,7 +97,7 @@ def _load_file(path: Path) -> list[ApiRecord]:
         if merged.get("status", "auto") not in STATUSES:
             raise MappingError(f"{path.name}: {name}: bad status {merged['status']!r}")
         merged.pop("csv", None)
-        for key in ("args", "drop"):
+        for key in ("args", "drop", "fixed"):
             if key in merged:
                 merged[key] = tuple(merged[key])
         records.append(ApiRecord(torch=name, source=path.name, **merged))

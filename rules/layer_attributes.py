@@ -51,8 +51,13 @@ def _renamed_words() -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=None)
+def _fixed_words() -> frozenset[str]:
+    return frozenset(a for rec in load_table().by_name.values() for a in rec.fixed)
+
+
+@functools.lru_cache(maxsize=None)
 def _hint() -> re.Pattern:
-    words = "|".join(sorted(_renamed_words()))
+    words = "|".join(sorted(_renamed_words() | _fixed_words()))
     return re.compile(rf"\.\s*(?:{words})\b|\bModuleDict\b")
 
 
@@ -363,7 +368,7 @@ class LayerAttributePass(cst.CSTTransformer):
         if "named_parameters" in ctx.source:
             ctx.module.visit(filters)
         self.name_filters = filters
-        self.wants = ctx.statements_naming(_renamed_words() | {"ModuleDict", "__name__"} | flattened
+        self.wants = ctx.statements_naming(_renamed_words() | _fixed_words() | {"ModuleDict", "__name__"} | flattened
                                            | filters.lists)
         self.skipped: set[int] = set()
         self.changes = 0              # rewrites made so far
@@ -608,6 +613,8 @@ class LayerAttributePass(cst.CSTTransformer):
         return None
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._check_fixed(t.target, node.value)
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             holder = self._class_name_of(node.value)
             if holder is not None:
@@ -798,6 +805,26 @@ class LayerAttributePass(cst.CSTTransformer):
             base = self.kind(receiver.value)
             return isinstance(base, Kind) and base.local
         return False
+
+    # ---- attributes MindSpore reads only at construction ------------------------------
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_fixed(node.target, None)
+
+    def _check_fixed(self, target, value) -> None:
+        if not isinstance(target, cst.Attribute):
+            return
+        layers = self._layer_of(self.kind(target.value))
+        if layers == ["torch.nn.Dropout"] and isinstance(value, (cst.Integer, cst.Float)) and \
+                float(value.value) == 0:
+            return   # nn.Dropout tests p == 0 when called (Dropout2d/3d do not)
+        attr = target.attr.value
+        table = load_table()
+        hit = sorted({q.rsplit(".", 1)[1] for q in layers or ()
+                      if table.lookup(q) is not None and attr in table.lookup(q).fixed})
+        if hit:
+            self._note("review", f"{self._code_of(target)} = ...: MindSpore's {', '.join(hit)} reads {attr} only "
+                                 f"when it is built (its kernel keeps the value): setting it afterwards "
+                                 f"changes nothing; pass it to the constructor")
 
     # ---- ModuleDict holding containers -> a plain Module ------------------------------
     def leave_SimpleStatementLine(self, original, updated):
