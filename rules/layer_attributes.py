@@ -27,6 +27,7 @@ from msmigrate.mapping import load_table
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
 
 CONTAINERS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict")
+USUAL_ALIASES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -130,10 +131,14 @@ class _Analysis(cst.CSTVisitor):
             self._learn_class(project_classes[name])
 
     def _learn_class(self, node: cst.ClassDef) -> None:
-        saved = self.scope_nodes, self.class_stack, self.self_names
+        """A class from another project file: its code comes without its file's imports, so
+        torch is assumed under its usual aliases there."""
+        saved = self.scope_nodes, self.class_stack, self.self_names, self.scopes, self.wants
         self.scope_nodes, self.class_stack, self.self_names = [node], [], []
+        self.scopes = ScopeStack({**USUAL_ALIASES, **self.ctx.names.imports})
+        self.wants = lambda stmt: True
         node.visit(self)
-        self.scope_nodes, self.class_stack, self.self_names = saved
+        self.scope_nodes, self.class_stack, self.self_names, self.scopes, self.wants = saved
 
     def on_visit(self, node) -> bool:
         kind = type(node)

@@ -225,3 +225,18 @@ if __name__ == "__main__":
         Path(tmp, "t.py").write_text(SOURCE.read_text())
         Path(tmp, "m.py").write_text(converted())
         print(json.dumps(run(str(Path(tmp, "t.py")), str(Path(tmp, "m.py"))), ))
+
+
+def test_classes_from_other_project_files_rename_too():
+    """`model.encoder.weight` in train.py, the class in model.py (its code comes without its
+    file's imports: torch under its usual aliases)."""
+    from msmigrate import convert_source
+
+    cls = ("class LM(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.encoder = nn.Embedding(10, 4)\n        self.ln = nn.LayerNorm(4)\n")
+    train = ("import torch\nfrom model import LM\nmodel = LM()\n"
+             "model.encoder.weight.data.uniform_(-0.1, 0.1)\ntorch.nn.init.ones_(model.ln.weight)\n")
+    code = convert_source(train, "train.py", project={"LM": "torch.nn.Module"},
+                          project_classes={"LM": cls}).code
+    assert "model.encoder.embedding_table" in code and "model.ln.gamma" in code, code
+    assert ".weight" not in code, code
