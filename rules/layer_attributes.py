@@ -76,6 +76,12 @@ class Kind:
         return dict(self.members).get(key)
 
 
+def _template(code: str, **nodes) -> cst.BaseExpression:
+    from libcst.helpers import parse_template_expression
+
+    return parse_template_expression(code, **nodes)
+
+
 def _holds_containers(kind) -> bool:
     """A ModuleDict with ModuleList/ModuleDict/Sequential values (MindSpore's CellDict rejects them)."""
     return isinstance(kind, Kind) and kind.name == "torch.nn.ModuleDict" and \
@@ -795,6 +801,8 @@ class LayerAttributePass(cst.CSTTransformer):
         new = targets.pop()
         if new == attr:
             return updated
+        if "[" in new:   # `kernel_size[1:]`: a part of MindSpore's attribute is torch's
+            return _template(f"{{v}}.{new}", v=updated.value)
         value = updated.value
         parts = new.split(".")
         for part in parts[:-1]:

@@ -74,6 +74,10 @@ def _mask_structure(y, x) -> dict:
     return {"shared": shared, "scale": scale, "about_half_kept": bool(0.3 < keep.mean() < 0.7)}
 
 
+def list_or_int(v):
+    return list(v) if isinstance(v, tuple) else v
+
+
 def run(torch_path: str, ms_path: str) -> dict:
     import importlib.util
 
@@ -140,6 +144,7 @@ def run(torch_path: str, ms_path: str) -> dict:
     out["gpt:forward"] = _max_err(m(ms.Tensor(idx)).asnumpy(), t(torch.tensor(idx)).detach().numpy())
 
     out["gpt:type_test"] = [tmod.count_linear(t), mmod.count_linear(m)]
+    out["conv1d:geometry"] = [list(map(list_or_int, tmod.conv1_geometry)), list(map(list_or_int, mmod.conv1_geometry))]
 
     # ---- parameter-name filters (weight-decay groups): same parameters in each group ----
     for label, (tg, mg) in zip(["decay", "no_decay", "biases", "weights"],
@@ -212,6 +217,7 @@ def test_layer_attributes_run_like_torch():
                or ":std" in k or "no_bias" in k), pairs
     assert pairs["head:alias_frozen"] == [False, False]
     assert pairs["gpt:type_test"] == [3, 3]
+    assert pairs["conv1d:geometry"][0] == [[5], [2], [1], 20]
     assert pairs["drop2d:3d"][0]["shared"] == [False, False, True]   # torch: (N, C) channels
     assert pairs["drop2d:2d"][0]["shared"] == [False, False]          # torch: single elements
     assert pairs["drop3d:4d"][0]["shared"] == [False, True, True, True]   # torch: unbatched (C, ...)
