@@ -129,6 +129,7 @@ class FileContext:
     project_classes: dict = field(default_factory=dict)   # name -> source of a class in another file
 
     source_map: SourceMap | None = None
+    not_tensors: set = field(default_factory=set)   # names a pass knows hold no Tensor (their .backward(x) is no Tensor.backward)
 
     def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
         """A test for original statements: False only when none of `words` occurs as an

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterable
 
 from msmigrate.diagnostics import Diagnostic
+from msmigrate.mapping import RULES_DIR
 from msmigrate.names import SOURCE_ROOTS
 
 STOP_CODE = "MSC108"
-_ROOTS = "|".join(sorted(SOURCE_ROOTS))
+with (RULES_DIR / "imports.toml").open("rb") as _fh:
+    # torch itself and the libraries built on it (rules/imports.toml)
+    TORCH_FAMILY = SOURCE_ROOTS | frozenset(tomllib.load(_fh)["torch_family"]["libraries"])
+_ROOTS = "|".join(sorted(TORCH_FAMILY))
 # a cheap test before parsing: a line that imports torch (or torchvision...)
 _IMPORT_LINE = re.compile(rf"^[ \t]*(?:from[ \t]+(?:{_ROOTS})\b|import[ \t][^\n#]*\b(?:{_ROOTS})\b)", re.M)
 STOP_LINE = 'raise RuntimeError("msmigrate: this converted file still needs torch; see the comment above")'
@@ -34,12 +39,12 @@ def torch_uses(code: str) -> list[tuple[int, str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] in SOURCE_ROOTS:
+                if alias.name.split(".")[0] in TORCH_FAMILY:
                     name = alias.asname or alias.name.split(".")[0]
                     bound[name] = alias.name if alias.asname else name
                     imports.append((node.lineno, alias.name))
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
-                and node.module.split(".")[0] in SOURCE_ROOTS:
+                and node.module.split(".")[0] in TORCH_FAMILY:
             for alias in node.names:
                 bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
                 imports.append((node.lineno, node.module))
@@ -158,6 +163,6 @@ def _reasons(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
     for d in sorted(diagnostics, key=lambda d: d.status == "review"):   # manual work explains best
         api, _, why = d.message.partition(" ")
         api = api.rstrip(":")
-        if api.split(".")[0] in SOURCE_ROOTS and api not in out:
+        if api.split(".")[0] in TORCH_FAMILY and api not in out:
             out[api] = f"{d.code} {why.lstrip(': ')}".strip()
     return out

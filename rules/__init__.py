@@ -2,5 +2,6 @@
 (`transforms/`), and lint rules (`lint/`). The engine in `msmigrate` knows none of it."""
 
 # Multi-statement rewrites run before the table-driven pass, in this order.
-STRUCTURAL_PASSES = ["msmigrate.rules.layer_attributes:LayerAttributePass",
+STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
+                     "msmigrate.rules.layer_attributes:LayerAttributePass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -141,8 +141,10 @@ class _Prescan(cst.CSTVisitor):
     so everything else keeps its identity and its original position), and which names hold
     optimizers and grad scalers."""
 
-    def __init__(self, scopes: ScopeStack, project: dict[str, str], wants=lambda stmt: True) -> None:
+    def __init__(self, scopes: ScopeStack, project: dict[str, str], wants=lambda stmt: True,
+                 not_tensors=frozenset()) -> None:
         self.scopes = scopes
+        self.not_tensors = not_tensors   # names holding no Tensor: their .backward(...) is not one
         self.project = project   # factories and classes defined in other files -> torch API
         self.wants = wants       # statement -> False when its lines name nothing this looks for
         self.stack: list[int] = []
@@ -159,7 +161,8 @@ class _Prescan(cst.CSTVisitor):
             return False
         if isinstance(node, cst.Call) and self.scopes.resolve(node.func) in DATA_PARALLEL:
             self.data_parallel = True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward" \
+                and dotted(node.func.value) not in self.not_tensors:
             self.path.update(self.stack)
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
             q = self.project.get(dotted(node.value.func) or "") or self.scopes.resolve(node.value.func) or ""
@@ -203,7 +206,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         # naming neither (nor `backward`) holds nothing it records
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {part for key in ctx.project for part in key.split(".")} | {"backward"}
-        scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words))
+        scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words),
+                        ctx.not_tensors)
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible

@@ -96,3 +96,18 @@ def test_a_step_whose_graph_would_freeze_python_values_is_left_uncompiled():
     assert "@ms.jit" not in result.code and "def train_step(" in result.code
     sound = convert_source(src.replace(" * random.random()", ""), "t.py")
     assert sound.diagnostics == [] and "@ms.jit\ndef train_step(" in sound.code
+
+
+def test_accelerate_with_features_that_change_the_step_is_marked_not_rewritten():
+    """An Accelerator with mixed precision is not plain torch: marked for manual work, its
+    `accelerator.backward(loss)` is no Tensor.backward (no step built around the Accelerator),
+    and the file stops at its top (accelerate is a torch library)."""
+    src = ("import torch\nfrom accelerate import Accelerator\n\n"
+           'accelerator = Accelerator(mixed_precision="fp16")\nmodel = torch.nn.Linear(2, 1)\n'
+           "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nmodel, opt = accelerator.prepare(model, opt)\n"
+           "for _ in range(2):\n    loss = model(torch.ones(1, 2)).sum()\n    opt.zero_grad()\n"
+           "    accelerator.backward(loss)\n    opt.step()\n")
+    result = convert_source(src, "t.py")
+    assert [(d.line, d.code) for d in result.diagnostics] == [(1, "MSC108"), (4, "MSC102")]
+    assert "train_step" not in result.code and "accelerator.backward(loss)" in result.code
+    assert result.code.index("raise RuntimeError") < result.code.index("from accelerate import Accelerator")

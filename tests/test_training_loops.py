@@ -90,3 +90,39 @@ def test_ddp_two_processes_match_torch(tmp_path):
         assert len(got[rank]) == len(expected[rank]) == 4
         for step, (a, b) in enumerate(zip(expected[rank], got[rank])):
             assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (rank, step, expected[rank], got[rank])
+
+
+# What `accelerate` does on one process, written as plain torch: the twin the converted
+# accelerate program must train like (accelerate itself is not installed here).
+ACCELERATE_AS_TORCH = [
+    ("from accelerate import Accelerator\n", ""),
+    ("    accelerator = Accelerator()\n", ""),
+    ("accelerator.device", 'torch.device("cpu")'),
+    ("    model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)\n", ""),
+    ("accelerator.backward(loss)", "loss.backward()"),
+    ("accelerator.clip_grad_norm_(", "torch.nn.utils.clip_grad_norm_("),
+    ("accelerator.print(", "print("),
+    ("    accelerator.wait_for_everyone()\n", ""),
+    ("accelerator.is_main_process", "True"),
+    ("accelerator.num_processes", "1"),
+]
+
+
+@pytest.mark.framework
+def test_accelerate_program_trains_like_its_plain_torch_twin(tmp_path):
+    from msmigrate.parity.check import Options, run_parity
+    from msmigrate.parity.report import format_text
+
+    source = (FIXTURES / "convert" / "accelerate_loop.in.py").read_text()
+    twin = source
+    for old, new in ACCELERATE_AS_TORCH:
+        assert old in twin, old
+        twin = twin.replace(old, new)
+    assert "accelerat" not in twin.split('"""')[2]
+    (tmp_path / "twin.py").write_text(twin)
+    result = convert_source(source, "accelerate_loop.py")
+    assert result.diagnostics == [] and "accelerate" not in result.code.split('"""')[2]
+    (tmp_path / "converted.py").write_text(result.code)
+    r = run_parity(tmp_path / "twin.py", tmp_path / "converted.py", Options(steps=8, timeout=300))
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == 8   # two epochs, the StepLR decay after the first

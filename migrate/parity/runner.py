@@ -84,7 +84,9 @@ def _flatten(value, is_tensor) -> list:
 
 def _reachable(function) -> list[tuple[object, object]]:
     """(value, setter) for what a step function can reach: its module globals, its closure
-    variables, and the attributes of plain objects among those (a Trainer's model/optimizer)."""
+    variables and those of the functions among them (a step defined inside `main(model)` reaches
+    the model through `grad_fn` -> `forward_fn`), and the attributes of plain objects among
+    those (a Trainer's model/optimizer)."""
     import types
 
     found = []
@@ -94,12 +96,18 @@ def _reachable(function) -> list[tuple[object, object]]:
             found.append((value, lambda v, _d=d, _k=key: _d.__setitem__(_k, v)))
 
     dict_slots(function.__globals__)
-    for cell in function.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        found.append((value, lambda v, _c=cell: setattr(_c, "cell_contents", v)))
+    functions, seen = [function], {id(function)}
+    while functions:
+        for cell in functions.pop().__closure__ or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            found.append((value, lambda v, _c=cell: setattr(_c, "cell_contents", v)))
+            inner = getattr(value, "__wrapped__", value)
+            if isinstance(inner, types.FunctionType) and id(inner) not in seen:
+                seen.add(id(inner))
+                functions.append(inner)
     plain = (types.ModuleType, type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
     for value, _ in list(found):
         attrs = getattr(value, "__dict__", None)
