@@ -81,8 +81,12 @@ def convert(paths, output, write, check, report_path, no_lint, quiet, copy_other
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write both loss curves and their difference (.png or .svg).")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds each program may run.")
 @click.option("--keep", type=click.Path(file_okay=False, path_type=Path), help="Keep the recorded runs (and the conversion) in DIR.")
-def parity(script, against, steps, rtol, atol, grads, as_json, plot, timeout, keep):
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SCRIPT_ARGS...]")
+def parity(script, against, steps, rtol, atol, grads, as_json, plot, timeout, keep, script_args):
     """Check that a MindSpore program trains like the torch SCRIPT, step by step.
+
+    Arguments after `--` are the script's own command line, given to both runs
+    (`msmigrate parity train.py -- --epochs 1 --batch-size 16`).
 
     Both programs run unmodified, each in its own subprocess: the torch initial weights are
     copied into the MindSpore network through the weight mapping, DataLoader batches recorded
@@ -97,7 +101,7 @@ def parity(script, against, steps, rtol, atol, grads, as_json, plot, timeout, ke
     from msmigrate.parity.report import format_text, write_plot
     from msmigrate.weights import WeightMappingError
 
-    opts = Options(steps=steps, rtol=rtol, atol=atol, grads=grads, timeout=timeout)
+    opts = Options(steps=steps, rtol=rtol, atol=atol, grads=grads, timeout=timeout, args=tuple(script_args))
     try:
         result = run_parity(script, against, opts, keep=keep)
     except (ParityError, WeightMappingError) as exc:

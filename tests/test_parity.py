@@ -196,3 +196,27 @@ def test_compare_points_at_the_data_when_the_first_input_differs():
     r = compare(tmeta, tarr, mmeta, marr, Options(grads=True))
     assert r["first_divergence"]["kind"] == "data" and "no DataLoader" in r["first_divergence"]["detail"]
     assert [a["ok"] for a in r["activations"]] == [False, False]
+
+
+@pytest.mark.framework
+def test_cli_gives_the_script_its_own_arguments(tmp_path):
+    """`msmigrate parity train.py -- --steps 3 --lr 0.01`: both runs parse the same command line
+    (without it the program would run its default 50 steps at lr 0.5)."""
+    script = tmp_path / "train_args.py"
+    script.write_text(
+        "import argparse\nimport numpy as np\nimport torch\nimport torch.nn as nn\n\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--steps', type=int, default=50)\n"
+        "parser.add_argument('--lr', type=float, default=0.5)\nargs = parser.parse_args()\n"
+        "rng = np.random.default_rng(1)\n"
+        "X = torch.from_numpy(rng.standard_normal((8, 3)).astype(np.float32))\n"
+        "Y = torch.from_numpy(rng.standard_normal((8, 1)).astype(np.float32))\n"
+        "model = nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=args.lr)\n"
+        "for step in range(args.steps):\n    loss = ((model(X) - Y) ** 2).mean()\n"
+        "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    proc = _cli(script, "--json", "--", "--steps", "3", "--lr", "0.01")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["torch_steps"] == r["ms_steps"] == 3
+    # lr 0.01: the loss barely moves over 3 steps (lr 0.5 would change it a lot)
+    losses = [s["torch_loss"] for s in r["steps"]]
+    assert abs(losses[2] - losses[0]) < 0.1 * losses[0]

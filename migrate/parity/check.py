@@ -29,12 +29,14 @@ class Options:
     atol: float = 1e-5
     grads: bool = False
     timeout: float = 600.0
+    args: tuple[str, ...] = ()   # the script's own command-line arguments, given to both runs
 
 
 def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_record: Path | None,
                 workdir: Path) -> tuple[dict, dict]:
     spec = {"framework": framework, "script": str(script), "out": str(out), "steps": opts.steps,
-            "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None}
+            "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None,
+            "args": list(opts.args)}
     spec_path = workdir / f"{framework}_spec.json"
     spec_path.write_text(json.dumps(spec))
     env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0"}

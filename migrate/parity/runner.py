@@ -2,7 +2,8 @@
 
     python -m msmigrate.parity.runner SPEC.json
 
-SPEC holds {"framework": "torch" | "mindspore", "script", "out", "steps", "grads", "torch_record"}.
+SPEC holds {"framework": "torch" | "mindspore", "script", "out", "steps", "grads", "torch_record",
+"args" (the script's own command line)}.
 The program runs unmodified through `runpy`; hooks record what the parity check compares:
 
 torch      every `Tensor.backward()` is one step: its loss, the batch most recently produced by a
@@ -295,7 +296,7 @@ def run_torch(rec: Record, script: str) -> None:
 
     torch.Tensor.backward = backward
     try:
-        _run_program(script)
+        _run_program(script, rec.spec.get("args", ()))
     finally:
         if st["model"] is not None:
             snapshot_pending()
@@ -525,15 +526,15 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     ms.jit = jit
     # a train_step* left uncompiled (msmigrate convert's MSC109) is recorded the same way
-    _run_program(script, steps=lambda function: recording(function, function))
+    _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
 
 
-def _run_program(script: str, steps=None) -> None:
+def _run_program(script: str, args=(), steps=None) -> None:
     """Run `script` as __main__; with `steps`, every undecorated function named train_step*
     is decorated with it first (the code is otherwise compiled from the file as it is)."""
     script_dir = str(Path(script).resolve().parent)
     sys.path.insert(0, script_dir)
-    sys.argv = [script]
+    sys.argv = [script, *args]
     try:
         if steps is None:
             runpy.run_path(script, run_name="__main__")
