@@ -120,7 +120,7 @@ class _Analysis(cst.CSTVisitor):
         # statements naming no torch binding, class, or container hold no layer assignment
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {b for scope in ctx.names.scopes.values() for b, q in scope.items() if is_source(q)}
-        words |= set(ctx.names.classes) | set(project_classes) | {"self"}
+        words |= set(ctx.names.classes) | set(project_classes)
         # and the variables whose attributes may be renamed (`emb = model.tok` ... `emb.weight`)
         words |= set(re.findall(rf"\b(\w+)\s*\.\s*(?:{'|'.join(sorted(_renamed_words()))})\b", ctx.source))
         self.wants = ctx.statements_naming(words)
@@ -147,8 +147,10 @@ class _Analysis(cst.CSTVisitor):
         self.scope_nodes, self.class_stack, self.self_names, self.scopes, self.wants = saved
 
     def on_visit(self, node) -> bool:
+        # statements and their blocks only: assignments read their value themselves
         kind = type(node)
-        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
+        if isinstance(node, cst.BaseExpression) or kind in TRIVIA_TYPES or (
+                is_statement_type(kind) and not self.wants(node)):
             self.skipped.add(id(node))
             return False
         return super().on_visit(node)
@@ -287,25 +289,51 @@ class _NameFilters(cst.CSTVisitor):
     """Parameter-name tests in loops over `named_parameters()`: `'bias' in n`, `n.endswith(...)`,
     `any(nd in n for nd in no_decay)` (the list `no_decay` is recorded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, wants) -> None:
+        self.wants = wants
         self.name_vars: list[str] = []
-        self.literals: dict[int, str] = {}     # id(string in a test) -> its text
+        self.literals: dict[int, tuple] = {}   # id(string in a test) -> (its text, the loop's model)
         self.lists: set[str] = set()           # names of string lists tested against names
-        self.suffixes: dict[int, str] = {}     # id(string argument of n.endswith/startswith)
+        self.suffixes: dict[int, tuple] = {}   # id(string argument of n.endswith/startswith)
+        self.owners: list = []                 # receivers of the named_parameters() calls entered
+        self.entered: list[bool] = []
+        self.skipped: set[int] = set()
+
+    def on_visit(self, node) -> bool:
+        kind = type(node)
+        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.name_vars and not self.wants(node)):
+            self.skipped.add(id(node))
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original) -> None:
+        if id(original) in self.skipped:
+            self.skipped.discard(id(original))
+            return
+        super().on_leave(original)
 
     def _enter(self, target, it) -> bool:
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and \
                 it.func.attr.value == "named_parameters" and isinstance(target, cst.Tuple) and \
                 target.elements and isinstance(target.elements[0].value, cst.Name):
             self.name_vars.append(target.elements[0].value.value)
+            self.owners.append(it.func.value)
             return True
         return False
 
+    def _record(self, literal: cst.SimpleString, table: dict) -> None:
+        table[id(literal)] = (literal.evaluated_value, self.owners[-1] if self.owners else None)
+
     def visit_For(self, node) -> None:
-        self._enter(node.target, node.iter)
+        self.entered.append(self._enter(node.target, node.iter))
+
+    def leave_For(self, node) -> None:
+        if self.entered.pop():
+            self.name_vars.pop()
+            self.owners.pop()
 
     def visit_CompFor(self, node) -> None:
-        self._enter(node.target, node.iter)
+        self._enter(node.target, node.iter)   # inside its statement: not left (names only widen)
 
     def visit_Comparison(self, node) -> None:
         if not self.name_vars or len(node.comparisons) != 1:
@@ -313,7 +341,7 @@ class _NameFilters(cst.CSTVisitor):
         comp = node.comparisons[0]
         if isinstance(comp.operator, (cst.In, cst.NotIn)) and isinstance(comp.comparator, cst.Name) and \
                 comp.comparator.value in self.name_vars and isinstance(node.left, cst.SimpleString):
-            self.literals[id(node.left)] = node.left.evaluated_value
+            self._record(node.left, self.literals)
 
     def visit_GeneratorExp(self, node) -> None:
         # any(nd in n for nd in no_decay)
@@ -330,7 +358,7 @@ class _NameFilters(cst.CSTVisitor):
         if self.name_vars and isinstance(func, cst.Attribute) and func.attr.value in ("endswith", "startswith") \
                 and isinstance(func.value, cst.Name) and func.value.value in self.name_vars and \
                 len(node.args) == 1 and isinstance(node.args[0].value, cst.SimpleString):
-            self.suffixes[id(node.args[0].value)] = node.args[0].value.evaluated_value
+            self._record(node.args[0].value, self.suffixes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -375,12 +403,11 @@ class LayerAttributePass(cst.CSTTransformer):
         flattened = {name for scope in [*(c.attrs for c in analysis.classes.values()),
                                         *analysis.variables.values()]
                      for name, k in scope.items() if _holds_containers(k)}
-        filters = _NameFilters()
+        filters = _NameFilters(ctx.statements_naming({"named_parameters"}))
         if "named_parameters" in ctx.source:
             ctx.module.visit(filters)
         self.name_filters = filters
-        self.wants = ctx.statements_naming(_renamed_words() | _fixed_words() | {"ModuleDict", "__name__"} | flattened
-                                           | filters.lists)
+        self.wants = self._statements(ctx, {"ModuleDict", "__name__"} | flattened | filters.lists)
         self.skipped: set[int] = set()
         self.changes = 0              # rewrites made so far
         self.literal_renames: dict[int, cst.SimpleString] = {}   # class-name literals to rewrite
@@ -388,6 +415,18 @@ class LayerAttributePass(cst.CSTTransformer):
         self.resolving: set = set()   # aliases being typed (a = b; b = a)
         self.flattened: set[str] = set()   # ModuleDicts made plain Modules (as the code names them)
         self.change_marks: list[int] = []
+
+    @staticmethod
+    def _statements(ctx, words):
+        """Statements that can hold what this pass rewrites: an attribute access `.weight`, a
+        quoted parameter name `'bias'` (name filters), or one of `words`."""
+        if ctx.source_map is None:
+            return lambda stmt: True
+        from msmigrate.sourcemap import Focus
+
+        attrs = "|".join(sorted(_renamed_words() | _fixed_words()))
+        pattern = rf"\.\s*(?:{attrs})\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
+        return Focus(ctx.source, ctx.source_map, words, (), pattern).wants
 
     # ---- scopes ------------------------------------------------------------------
     def visit_ClassDef(self, node) -> None:
@@ -560,11 +599,16 @@ class LayerAttributePass(cst.CSTTransformer):
                 f"{', '.join(sorted(ms_names))}; adapt the test")
 
     # ---- parameter-name filters ------------------------------------------------------
-    def parameter_names(self, text: str) -> list[str]:
+    def parameter_names(self, text: str, owner=None) -> list[str]:
         """MindSpore spellings of a torch parameter-name fragment ('bias' -> ['bias', 'beta'],
-        'ln_f.weight' -> ['ln_f.gamma']), for the layers this program builds."""
+        'ln_f.weight' -> ['ln_f.gamma']), for the layers this program builds (or the one layer
+        whose named_parameters() the loop walks)."""
         head, _, last = text.rpartition(".")
-        if not last or not any(last in self.renames.get(q, {}) for q in self.analysis.created):
+        created = self.analysis.created
+        kind = self.kind(owner) if owner is not None else None
+        if isinstance(kind, Kind) and not kind.local and kind.name not in CONTAINERS:
+            created = {kind.name}
+        if not last or not any(last in self.renames.get(q, {}) for q in created):
             return [text]
         if head:
             owner = self.member(None, head.rsplit(".", 1)[-1])
@@ -572,14 +616,15 @@ class LayerAttributePass(cst.CSTTransformer):
             if layers is not None:
                 return sorted({f"{head}.{self.renames.get(q, {}).get(last, last)}" for q in layers})
         return [text] + sorted({f"{head + '.' if head else ''}{self.renames[q][last]}"
-                                for q in self.analysis.created if last in self.renames.get(q, {})})
+                                for q in created if last in self.renames.get(q, {})})
 
     def leave_Comparison(self, original, updated):
         left = original.left
         if id(left) not in self.name_filters.literals:
             return updated
-        names = self.parameter_names(self.name_filters.literals[id(left)])
-        if names == [self.name_filters.literals[id(left)]]:
+        text, owner = self.name_filters.literals[id(left)]
+        names = self.parameter_names(text, owner)
+        if names == [text]:
             return updated
         negated = isinstance(original.comparisons[0].operator, cst.NotIn)
         name = self._code_of(original.comparisons[0].comparator)
@@ -603,7 +648,7 @@ class LayerAttributePass(cst.CSTTransformer):
 
     def leave_SimpleString(self, original, updated):
         if id(original) in self.name_filters.suffixes:   # n.endswith('bias') -> n.endswith(('bias', 'beta'))
-            names = self.parameter_names(self.name_filters.suffixes[id(original)])
+            names = self.parameter_names(*self.name_filters.suffixes[id(original)])
             if len(names) > 1 or names[0] != original.evaluated_value:
                 return cst.parse_expression(f"({', '.join(map(repr, names))},)" if len(names) > 1 else repr(names[0]))
         if id(original) in self.class_name_notes:
