@@ -58,8 +58,14 @@ def _fixed_words() -> frozenset[str]:
 
 @functools.lru_cache(maxsize=None)
 def _hint() -> re.Pattern:
-    words = "|".join(sorted(_renamed_words() | _fixed_words()))
-    return re.compile(rf"\.\s*(?:{words})\b|\bModuleDict\b")
+    return re.compile(rf"{_attribute_pattern()}|\bModuleDict\b")
+
+
+@functools.lru_cache(maxsize=None)
+def _attribute_pattern() -> str:
+    """`.weight` (an attribute access) or `'bias'` / `'ln.weight'` (a parameter name in quotes)."""
+    attrs = "|".join(sorted(_renamed_words() | _fixed_words()))
+    return rf"\.\s*(?:{attrs})\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
 
 
 @dataclass(frozen=True)
@@ -424,9 +430,7 @@ class LayerAttributePass(cst.CSTTransformer):
             return lambda stmt: True
         from msmigrate.sourcemap import Focus
 
-        attrs = "|".join(sorted(_renamed_words() | _fixed_words()))
-        pattern = rf"\.\s*(?:{attrs})\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
-        return Focus(ctx.source, ctx.source_map, words, (), pattern).wants
+        return Focus(ctx.source, ctx.source_map, words, (), _attribute_pattern()).wants
 
     # ---- scopes ------------------------------------------------------------------
     def visit_ClassDef(self, node) -> None:

@@ -85,6 +85,8 @@ def run(torch_path: str, ms_path: str) -> dict:
     import numpy as np
     import torch
 
+    from test_layer_parity import map_state_dict
+
     def load(path, name):
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
@@ -144,6 +146,9 @@ def run(torch_path: str, ms_path: str) -> dict:
     out["gpt:forward"] = _max_err(m(ms.Tensor(idx)).asnumpy(), t(torch.tensor(idx)).detach().numpy())
 
     out["gpt:type_test"] = [tmod.count_linear(t), mmod.count_linear(m)]
+    mapping = map_state_dict(t)
+    out["gpt:decay_groups"] = [[sorted({mapping[k].ms_key for k in group}) for group in t.decay_groups()],
+                               [sorted(group) for group in m.decay_groups()]]
     out["conv1d:geometry"] = [list(map(list_or_int, tmod.conv1_geometry)), list(map(list_or_int, mmod.conv1_geometry))]
 
     # ---- parameter-name filters (weight-decay groups): same parameters in each group ----
