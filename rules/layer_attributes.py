@@ -100,6 +100,26 @@ class Alias:
     expr: cst.BaseExpression
 
 
+@dataclass(frozen=True, eq=False)
+class ParameterDict:
+    """A variable holding `model.state_dict()` / `dict(model.named_parameters())`: its keys are
+    parameter paths of `model`."""
+    model: cst.BaseExpression
+
+
+def _parameter_dict_of(value) -> cst.BaseExpression | None:
+    """`m` for `m.state_dict()` and `dict(m.named_parameters())`."""
+    if isinstance(value, cst.Call) and dotted(value.func) == "dict" and len(value.args) == 1:
+        value = value.args[0].value
+        method = "named_parameters"
+    else:
+        method = "state_dict"
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value == method and not value.args:
+        return value.func.value
+    return None
+
+
 UNKNOWN_MODULE = Kind("<module>")   # a module of unknown class (apply() argument, modules() item)
 OWN = object()   # an attribute the program's class sets itself (not a layer's, never renamed)
 
@@ -126,7 +146,7 @@ class _Analysis(cst.CSTVisitor):
         # statements naming no torch binding, class, or container hold no layer assignment
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {b for scope in ctx.names.scopes.values() for b, q in scope.items() if is_source(q)}
-        words |= set(ctx.names.classes) | set(project_classes)
+        words |= set(ctx.names.classes) | set(project_classes) | {"state_dict", "named_parameters"}
         # and the variables whose attributes may be renamed (`emb = model.tok` ... `emb.weight`)
         words |= set(re.findall(rf"\b(\w+)\s*\.\s*(?:{'|'.join(sorted(_renamed_words()))})\b", ctx.source))
         self.wants = ctx.statements_naming(words)
@@ -199,6 +219,9 @@ class _Analysis(cst.CSTVisitor):
         """A variable's value: a constructor's Kind, or an Alias of a name/attribute/item."""
         if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
             return Alias(value)
+        model = _parameter_dict_of(value)
+        if model is not None:
+            return ParameterDict(model)
         return self.value_kind(value)
 
     def item_kinds(self, call: cst.Call, q: str) -> list:
@@ -301,6 +324,7 @@ class _NameFilters(cst.CSTVisitor):
         self.literals: dict[int, tuple] = {}   # id(string in a test) -> (its text, the loop's model)
         self.lists: set[str] = set()           # names of string lists tested against names
         self.suffixes: dict[int, tuple] = {}   # id(string argument of n.endswith/startswith)
+        self.paths: dict[int, tuple] = {}      # id(string compared with ==) -> (text, model)
         self.owners: list = []                 # receivers of the named_parameters() calls entered
         self.entered: list[bool] = []
         self.skipped: set[int] = set()
@@ -348,6 +372,11 @@ class _NameFilters(cst.CSTVisitor):
         if isinstance(comp.operator, (cst.In, cst.NotIn)) and isinstance(comp.comparator, cst.Name) and \
                 comp.comparator.value in self.name_vars and isinstance(node.left, cst.SimpleString):
             self._record(node.left, self.literals)
+        elif isinstance(comp.operator, (cst.Equal, cst.NotEqual)):   # n == 'fc.weight'
+            for name, literal in ((node.left, comp.comparator), (comp.comparator, node.left)):
+                if isinstance(name, cst.Name) and name.value in self.name_vars and \
+                        isinstance(literal, cst.SimpleString):
+                    self._record(literal, self.paths)
 
     def visit_GeneratorExp(self, node) -> None:
         # any(nd in n for nd in no_decay)
@@ -655,6 +684,11 @@ class LayerAttributePass(cst.CSTTransformer):
             names = self.parameter_names(*self.name_filters.suffixes[id(original)])
             if len(names) > 1 or names[0] != original.evaluated_value:
                 return cst.parse_expression(f"({', '.join(map(repr, names))},)" if len(names) > 1 else repr(names[0]))
+        if id(original) in self.name_filters.paths:   # n == '0.weight': the whole path is known
+            text, owner = self.name_filters.paths[id(original)]
+            path = self.parameter_path(self.kind(owner), text) if owner is not None else None
+            if path is not None and path != text:
+                return cst.SimpleString(repr(path))
         if id(original) in self.class_name_notes:
             self._note("review", self.class_name_notes.pop(id(original)))
         return self.literal_renames.pop(id(original), updated)
@@ -925,8 +959,17 @@ class LayerAttributePass(cst.CSTTransformer):
         return [(el.key.evaluated_value, el.value) for el in value.elements]
 
     def leave_Subscript(self, original: cst.Subscript, updated):
-        """`self.transformer['h']` on a ModuleDict made a plain Module: `self.transformer.h`."""
+        """`self.transformer['h']` on a ModuleDict made a plain Module: `self.transformer.h`;
+        `model.state_dict()['0.weight']`: the key names MindSpore's parameter."""
         name = dotted(original.value)
+        index = original.slice[0].slice if len(original.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            model = self._parameter_dict_model(original.value)
+            if model is not None:
+                key = self.parameter_path(self.kind(model), index.value.evaluated_value)
+                if key is not None and key != index.value.evaluated_value:
+                    return updated.with_changes(slice=[updated.slice[0].with_changes(
+                        slice=cst.Index(cst.SimpleString(repr(key))))])
         if name not in self.flattened:
             return updated
         index = original.slice[0].slice if len(original.slice) == 1 else None
@@ -936,6 +979,47 @@ class LayerAttributePass(cst.CSTTransformer):
         self._note("manual", f"{name} is a plain Module in the conversion (MindSpore's CellDict cannot "
                              f"hold its ModuleList values): index it with literal keys only")
         return updated
+
+    def _parameter_dict_model(self, expr):
+        direct = _parameter_dict_of(expr)
+        if direct is not None:
+            return direct
+        if isinstance(expr, cst.Name):
+            for node in reversed(self.scope_nodes):
+                found = self.analysis.variables.get(id(node), {})
+                if expr.value in found:
+                    value = found[expr.value]
+                    return value.model if isinstance(value, ParameterDict) else None
+        return None
+
+    def parameter_path(self, kind, key: str) -> str | None:
+        """A torch parameter path below an object of `kind` ('0.weight', 'ln_f.bias') spelled
+        as MindSpore names it; None where a part's class is unknown."""
+        parts = key.split(".")
+        out = []
+        for i, part in enumerate(parts):
+            if i == len(parts) - 1:
+                layers = self._layer_of(kind)
+                if layers is None:
+                    return None
+                names = {self.renames.get(q, {}).get(part, part) for q in layers}
+                if len(names) != 1 or "[" in next(iter(names)):
+                    return None
+                out.append(names.pop())
+                break
+            if isinstance(kind, Kind) and kind.items and part.isdigit() and int(part) < len(kind.items):
+                kind = kind.items[int(part)]
+            elif isinstance(kind, Kind) and kind.item is not None and part.isdigit():
+                kind = kind.item
+            else:
+                layers = self._layer_of(kind)
+                if layers is not None and len(layers) == 1 and part in self.renames.get(layers[0], {}):
+                    part = self.renames[layers[0]][part]   # a child renamed: linear1 -> dense1
+                kind = self.member(kind, parts[i]) if isinstance(kind, Kind) or i == 0 else None
+            out.append(part)
+            if kind is None or kind is OWN:
+                return None
+        return ".".join(out)
 
     def leave_Call(self, original: cst.Call, updated):
         func = original.func

@@ -125,6 +125,10 @@ def run(torch_path: str, ms_path: str) -> dict:
     (ty * torch.tensor(cot)).sum().backward()
     weights = m.trainable_params()
     my, grads = ms.value_and_grad(lambda a: (m(a) * ms.Tensor(cot)).sum(), None, weights)(ms.Tensor(x))
+    t_found, m_found = tmod.lookups(t), mmod.lookups(m)
+    for k, name in enumerate(["norm.bias", "bn.running_var", "encoder.weight"]):
+        out[f"rnn:lookup:{name}"] = _max_err(m_found[k].asnumpy(), t_found[k].detach().numpy())
+    out["rnn:lookup:names"] = [len(t_found[3]), len(m_found[3])]
     out["rnn:forward"] = _max_err(m(ms.Tensor(x)).asnumpy(), ty.detach().numpy())
     ms_grads = {p.name: g.asnumpy() for p, g in zip(weights, grads)}
     out["rnn:grad:tied"] = _max_err(ms_grads["encoder.embedding_table"], t.encoder.weight.grad.numpy())
@@ -222,6 +226,7 @@ def test_layer_attributes_run_like_torch():
                or ":std" in k or "no_bias" in k), pairs
     assert pairs["head:alias_frozen"] == [False, False]
     assert pairs["gpt:type_test"] == [3, 3]
+    assert pairs["rnn:lookup:names"] == [1, 1]
     assert pairs["conv1d:geometry"][0] == [[5], [2], [1], 20]
     assert pairs["drop2d:3d"][0]["shared"] == [False, False, True]   # torch: (N, C) channels
     assert pairs["drop2d:2d"][0]["shared"] == [False, False]          # torch: single elements
