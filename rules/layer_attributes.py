@@ -855,6 +855,8 @@ class LayerAttributePass(cst.CSTTransformer):
     # ---- the rename ----------------------------------------------------------------
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         attr = original.attr.value
+        if attr == "grad":
+            self._check_grad(original.value)
         if attr not in _renamed_words():
             return updated
         receiver = original.value
@@ -891,6 +893,17 @@ class LayerAttributePass(cst.CSTTransformer):
         for part in parts[:-1]:
             value = cst.Attribute(value=value, attr=cst.Name(part))
         return updated.with_changes(value=value, attr=cst.Name(parts[-1]))
+
+    def _check_grad(self, param) -> None:
+        """`fc.weight.grad`: a layer's parameter has no .grad in MindSpore."""
+        if not isinstance(param, cst.Attribute):
+            return
+        layer = self.kind(param.value)
+        if not isinstance(layer, Kind) or layer.local or layer.name in CONTAINERS or layer is UNKNOWN_MODULE:
+            return
+        if param.attr.value in ("weight", "bias", *self.renames.get(layer.name, {})):
+            self._note("manual", f"{self._code_of(param)}.grad: MindSpore's Parameters carry no .grad; "
+                                 f"the gradients are what the train step's value_and_grad returns")
 
     def _probably_module(self, receiver, owner) -> bool:
         """A receiver of unknown class that is a module: an apply() function's argument, an
