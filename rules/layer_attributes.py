@@ -519,9 +519,11 @@ class LayerAttributePass(cst.CSTTransformer):
                 pos = self.positions.get(original)
                 line, col = (pos.start.line, pos.start.column + 1) if pos is not None else (1, 1)
                 lines = list(result.leading_lines)
+                existing = {ln.comment.value for ln in lines if ln.comment is not None}
                 for status, message in dict.fromkeys(notes):
                     marker = self.reporter.flag(status, message, line, col)
-                    lines.append(cst.EmptyLine(comment=cst.Comment(marker)))
+                    if marker not in existing:   # converting converted code adds nothing
+                        lines.append(cst.EmptyLine(comment=cst.Comment(marker)))
                 result = result.with_changes(leading_lines=lines)
         return result
 
