@@ -41,7 +41,7 @@ import msmigrate.rules
 RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
 METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
-                   "torch.utils.data.DataLoader.")
+                   "torch.utils.data.DataLoader.", "torch.nn.RNNBase.")
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
