@@ -38,6 +38,14 @@ def _no_out(site) -> None:
         raise Unconvertible("out= has no MindSpore equivalent", "review")
 
 
+def _is_literal(expr) -> bool:
+    try:
+        literal_value(expr)
+    except ValueError:
+        return False
+    return True
+
+
 def _astype(site, expr: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseExpression:
     return site.expr("{e}.astype({t})", e=_paren(expr, attribute=True), t=dtype)
 
@@ -302,12 +310,14 @@ def randint(site):
     return _trainable(site, site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()]))
 
 
-@_calls("mean", "std")
+@_calls("mean")
 def normal(site):
     """torch.normal(mean, std[, size]) -> ops.normal(shape, mean, stddev): the shape is `size`,
     or the shape of whichever of mean/std is a tensor."""
     _no_out(site)
     mean, std, size = site.arg("mean"), site.arg("std"), site.arg("size")
+    if std is None and mean is not None and not _is_literal(mean):
+        std = cst.Float("1.0")   # normal(mean: Tensor, std=1.0), torch's one-argument overload
     if mean is None or std is None:
         raise Unconvertible("torch.normal without mean and std")
     if size is None:
@@ -321,6 +331,16 @@ def normal(site):
     call = site.call(site.record.target, args)
     dtype = site.arg("dtype")
     return _trainable(site, call if _is_none(dtype) else _astype(site, call, dtype))
+
+
+@_calls("data")
+def variable(site):
+    """torch.autograd.Variable(t) is `t` since torch 0.4 (`volatile` is ignored there too); one
+    that asks for gradients is a tensor to differentiate: MindSpore differentiates functions."""
+    if site.has("requires_grad") and site.code(site.arg("requires_grad")) != "False":
+        raise Unconvertible("Variable(..., requires_grad=True): differentiate a function of it with "
+                            "mindspore.grad / value_and_grad instead of reading .grad")
+    return site.arg("data")
 
 
 @_calls("input")
