@@ -110,7 +110,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
     code, uncompiled = uncompile_unsound_steps(ctx.plan.code(new_module), source, path)
-    code, stop = stop_at_top(code, ctx.reporter.diagnostics, path)
+    code, stop = stop_at_top(code, ctx.reporter.diagnostics, path, ctx.reporter.stops)
     diagnostics = ctx.reporter.diagnostics + uncompiled + ([stop] if stop else [])
     return ConversionResult(path, source, code, sorted(diagnostics), ctx.reporter.conversions)
 
@@ -182,6 +182,10 @@ class Reporter:
         self.path = path
         self.diagnostics: list[Diagnostic] = []
         self.conversions: list[Conversion] = []
+        # markers of code left that cannot run on the converted objects (a training step left as
+        # torch calls zero_grad/backward/step on MindSpore objects): the file stops at its top
+        # for these as for torch uses left (msmigrate.torch_left)
+        self.stops: list[str] = []
 
     def flag(self, status_or_code: str, message: str, line: int, col: int) -> str:
         if status_or_code in STATUSES:

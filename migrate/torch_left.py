@@ -13,13 +13,14 @@ from msmigrate.mapping import RULES_DIR
 from msmigrate.names import SOURCE_ROOTS
 
 STOP_CODE = "MSC108"
+HELD = "left as torch, it cannot run on MindSpore objects"
 with (RULES_DIR / "imports.toml").open("rb") as _fh:
     # torch itself and the libraries built on it (rules/imports.toml)
     TORCH_FAMILY = SOURCE_ROOTS | frozenset(tomllib.load(_fh)["torch_family"]["libraries"])
 _ROOTS = "|".join(sorted(TORCH_FAMILY))
 # a cheap test before parsing: a line that imports torch (or torchvision...)
 _IMPORT_LINE = re.compile(rf"^[ \t]*(?:from[ \t]+(?:{_ROOTS})\b|import[ \t][^\n#]*\b(?:{_ROOTS})\b)", re.M)
-STOP_LINE = 'raise RuntimeError("msmigrate: this converted file still needs torch; see the comment above")'
+STOP_LINE = 'raise RuntimeError("msmigrate: this converted file needs work by hand first; see the comment above")'
 
 
 UNUSED_IMPORT = "imported, nothing uses it: delete the import"
@@ -95,12 +96,16 @@ class _References(ast.NodeVisitor):
             self.uses.append((node.lineno, self.bound[node.id]))
 
 
-def stop_at_top(code: str, diagnostics: Iterable[Diagnostic], path: str) -> tuple[str, Diagnostic | None]:
+def stop_at_top(code: str, diagnostics: Iterable[Diagnostic], path: str,
+                stops: Iterable[str] = ()) -> tuple[str, Diagnostic | None]:
     """`code` with the stop block inserted after its docstring and `__future__` imports when it
-    still uses torch, and the file-level diagnostic that says so; else `code` unchanged."""
+    still uses torch, or holds code marked with one of the `stops` markers (code that cannot run
+    on the converted objects), and the file-level diagnostic that says so; else `code` unchanged."""
     code, earlier = _without_stop_block(code)   # converting a converted file again renews the block
     uses = torch_uses(code)
-    if not uses:
+    again = [f"# msmigrate: MSC102 {why}" for why in earlier.pop(HELD, {})]
+    held = _marked_lines(code, [*stops, *again])
+    if not uses and not held:
         return code, None
     lines = code.splitlines(keepends=True)
     at = _insertion_line(code)
@@ -111,22 +116,34 @@ def stop_at_top(code: str, diagnostics: Iterable[Diagnostic], path: str) -> tupl
         by_api.setdefault(api, []).append(line)
         reasons.setdefault(api, note or "left as torch")
     entries = [(api, sorted(set(ls))) for api, ls in by_api.items()]
-    header_len = 3 + len(entries)
-    block = [f"# msmigrate: {STOP_CODE} this file still needs torch at run time; rather than mix torch and MindSpore",
+    header_len = 3 + len(entries) + len(held)
+    need = "still needs torch at run time" if entries else "holds torch-style code MindSpore objects cannot run"
+    block = [f"# msmigrate: {STOP_CODE} this file {need}; rather than mix torch and MindSpore",
              "# objects it stops here. Convert these by hand (or drop them), then delete the raise below:"]
     for api, ls in entries:
         where = ", ".join(str(n + header_len if n > at else n) for n in ls)
         block.append(f"#   line{'s' if len(ls) > 1 else ''} {where}: {api}: {reasons[api]}")
+    block += [f"#   line {n + header_len if n > at else n}: {HELD}: {why}" for n, why in held]
     block.append(STOP_LINE)
     assert len(block) == header_len
     new = "".join(lines[:at]) + "".join(b + newline for b in block) + "".join(lines[at:])
-    names = ", ".join(api for api, _ in entries)
-    diag = Diagnostic(path, 1, 1, STOP_CODE, f"the converted file still needs torch ({names}): it stops at its top "
+    names = ", ".join([api for api, _ in entries] + ["code left as torch" for _ in held[:1]])
+    what = "still needs torch" if entries else "holds code that cannot run on MindSpore objects"
+    diag = Diagnostic(path, 1, 1, STOP_CODE, f"the converted file {what} ({names}): it stops at its top "
                                         f"until these are converted by hand", "error", False, "manual")
     return new, diag
 
 
-_ENTRY = re.compile(r"^#   lines? [\d, ]+: ([\w.]+): (.*)$")
+_ENTRY = re.compile(r"^#   lines? [\d, ]+: ([\w.]+|[^:]+): (.*)$")
+
+
+def _marked_lines(code: str, markers: Iterable[str]) -> list[tuple[int, str]]:
+    """(line of the statement under the marker, what the marker says) for each marker in code."""
+    wanted = {m.strip(): m.split(" ", 3)[-1] for m in markers}
+    if not wanted:
+        return []
+    lines = code.splitlines()
+    return [(i + 2, wanted[ln.strip()]) for i, ln in enumerate(lines) if ln.strip() in wanted]
 
 
 def _without_stop_block(code: str) -> tuple[str, dict[str, str]]:
@@ -137,9 +154,14 @@ def _without_stop_block(code: str) -> tuple[str, dict[str, str]]:
     lines = code.splitlines(keepends=True)
     end = next(i for i, ln in enumerate(lines) if ln.rstrip("\r\n") == STOP_LINE)
     start = end
-    while start > 0 and lines[start - 1].startswith("#") and not lines[start].startswith(f"# msmigrate: {STOP_CODE}"):
+    while start > 0 and lines[start - 1].startswith("#") and not lines[start].startswith(f"# msmigrate: {STOP_CODE} this file"):
         start -= 1
-    reasons = {m.group(1): m.group(2) for m in map(_ENTRY.match, lines[start:end]) if m}
+    reasons = {}
+    for m in map(_ENTRY.match, lines[start:end]):
+        if m and m.group(1) == HELD:   # several of these: keep each marker's text
+            reasons.setdefault(HELD, {})[m.group(2)] = True
+        elif m:
+            reasons[m.group(1)] = m.group(2)
     return "".join(lines[:start] + lines[end + 1:]), reasons
 
 

@@ -126,3 +126,24 @@ def test_accelerate_program_trains_like_its_plain_torch_twin(tmp_path):
     r = run_parity(tmp_path / "twin.py", tmp_path / "converted.py", Options(steps=8, timeout=300))
     assert r["passed"], format_text(r)
     assert r["torch_steps"] == r["ms_steps"] == 8   # two epochs, the StepLR decay after the first
+
+
+def test_a_training_step_left_as_torch_stops_the_file_at_its_top():
+    """Two backward passes in one step (a GAN) are not converted: the step's zero_grad / backward /
+    step would be called on MindSpore objects halfway through training, so the program stops at
+    its top instead, naming the step's line in the converted file; converting again keeps it."""
+    src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
+           "opt_g = torch.optim.Adam(G.parameters())\nopt_d = torch.optim.Adam(D.parameters())\n"
+           "for step in range(3):\n    z = torch.randn(4, 2)\n    d_loss = -D(G(z).detach()).mean()\n"
+           "    opt_d.zero_grad()\n    d_loss.backward()\n    opt_d.step()\n    g_loss = D(G(z)).mean()\n"
+           "    opt_g.zero_grad()\n    g_loss.backward()\n    opt_g.step()\n")
+    result = convert_source(src, "gan.py")
+    assert [d.code for d in result.diagnostics] == ["MSC108", "MSC102", "MSC102"]
+    lines = result.code.splitlines()
+    held = [ln for ln in lines if ln.startswith("#   line") and "cannot run on MindSpore objects" in ln]
+    assert len(held) == 2
+    for entry in held:
+        at = int(entry.split()[2].rstrip(":"))
+        assert lines[at - 1].strip() in ("d_loss.backward()", "g_loss.backward()")
+    assert lines[len(held) + 2].startswith("raise RuntimeError(")
+    assert convert_source(result.code, "gan.py", force=True).code == result.code

@@ -144,7 +144,7 @@ def first_error(stderr: str, losses: list, timed_out: bool) -> str:
 
 def cause_of(error: str) -> str:
     """A short class for the first error (what the README ranks)."""
-    rules = [(r"msmigrate: this converted file still needs torch", "still needs torch (MSC108 stop)"),
+    rules = [(r"msmigrate: this converted file (still needs torch|needs work by hand)", "stopped at its top (MSC108)"),
              (r"No module named 'torch|torch\w* is not importable", "torch import left"),
              (r"has no attribute", "attribute missing on a converted object"),
              (r"unsupported format string|__format__", "Tensor in Python formatting"),
