@@ -1,0 +1,182 @@
+"""Where a program touches its loaders and datasets (issue 11 items 1 and 8, issue 12 **kwargs), the
+converted program must read the numbers torch reads.
+
+One torch program (torch.utils.data only) runs under torch; its conversion runs in another
+subprocess where `import torch` fails. Both print the same JSON: sizes (`len(loader.dataset)`,
+`len(loader)`, `loader.batch_size`), a test loss averaged over `len(test_loader.dataset)` by a
+function that receives the loader, the batches of every loader over two passes (eval after train),
+loaders whose batch_size / drop_last come from a `**kwargs` dict, a Dataset subclass through a
+collate_fn / sampler, attributes of the source read through `loader.dataset`.
+
+torchvision does not import here: the MNIST program runs converted on idx files written in the
+real format and is compared with the counts and values torchvision's MNIST defines.
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+import numpy as np
+import pytest
+
+from isolated import run_script
+from msmigrate import convert_source
+
+PROGRAM = '''
+import json
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, SequentialSampler, TensorDataset
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((23, 4)).astype("float32")
+Y = (np.arange(23) % 3).astype("int64")
+W = torch.from_numpy(rng.standard_normal((4, 3)).astype("float32"))
+
+
+class Rows(Dataset):
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+        self.classes = ["a", "b", "c"]
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i] * 2, int(self.y[i])
+
+
+def collate(batch):
+    xs = np.stack([x for x, _ in batch])
+    ys = np.array([y for _, y in batch])
+    return torch.from_numpy(xs + 1), torch.from_numpy(ys)
+
+
+def evaluate(loader):
+    test_loss = 0.0
+    correct = 0
+    for data, target in loader:
+        output = data @ W
+        test_loss += F.cross_entropy(output, target, reduction="sum").item()
+        correct += int((output.argmax(dim=1) == target).sum())
+    test_loss /= len(loader.dataset)
+    return test_loss, correct
+
+
+def batches(loader):
+    return [[float(x.sum()), [int(v) for v in y]] for x, y in loader]
+
+
+rows = Rows(X, Y)
+train_kwargs = {"batch_size": 5}
+test_kwargs = {"batch_size": 7}
+test_kwargs.update({"drop_last": True, "num_workers": 0})
+if X.shape[0] > 100:
+    train_kwargs.update({"shuffle": True})
+maybe = {"pin_memory": False} if X.shape[0] > 100 else {}
+train_loader = DataLoader(rows, **train_kwargs)
+test_loader = DataLoader(TensorDataset(torch.from_numpy(X), torch.from_numpy(Y)), **test_kwargs)
+plain_loader = DataLoader(rows, batch_size=6, shuffle=False, **maybe)
+collate_loader = DataLoader(rows, batch_size=4, collate_fn=collate, num_workers=0, drop_last=True)
+sampler_loader = DataLoader(rows, batch_size=4, sampler=SequentialSampler(rows))
+
+res = {
+    "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
+              len(test_loader.dataset), len(test_loader), test_loader.batch_size,
+              len(plain_loader), len(collate_loader.dataset), len(sampler_loader.dataset)],
+    "classes": train_loader.dataset.classes,
+    "eval": [evaluate(train_loader), evaluate(test_loader), evaluate(train_loader)],
+    "train": [batches(train_loader), batches(train_loader)],
+    "test": batches(test_loader),
+    "plain": batches(plain_loader),
+    "collate": batches(collate_loader),
+    "sampler": batches(sampler_loader),
+}
+print(json.dumps(res))
+'''
+
+NO_TORCH = "import sys\nsys.modules['torch'] = None  # the converted program must not need torch\n"
+
+
+def _convert(code: str) -> str:
+    return convert_source(code, "prog.py").code
+
+
+@pytest.mark.framework
+def test_loader_and_dataset_reads_match_torch():
+    converted = _convert(PROGRAM)
+    assert not re.search(r"^\s*(import|from) torch", converted, re.M), converted
+    expected = run_script(PROGRAM, timeout=240)
+    got = run_script(NO_TORCH + converted, timeout=240)
+    assert expected["sizes"] == [23, 5, 5, 23, 3, 7, 4, 23, 23]   # the torch run itself
+    for key in expected:
+        assert _close(got[key], expected[key]), (key, got[key], expected[key])
+
+
+def _close(got, expected) -> bool:
+    """Equal structure, equal ints/strings, floats within 1e-4 (summation order differs)."""
+    if isinstance(expected, list):
+        return isinstance(got, list) and len(got) == len(expected) and \
+            all(_close(g, e) for g, e in zip(got, expected))
+    if isinstance(expected, float):
+        return isinstance(got, (int, float)) and abs(got - expected) <= 1e-4 * max(1.0, abs(expected))
+    return type(got) is type(expected) and got == expected
+
+
+MNIST_PROGRAM = '''
+import json
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
+test_kwargs = {"batch_size": 3}
+test_set = datasets.MNIST("data", train=False, transform=transform)
+test_loader = torch.utils.data.DataLoader(test_set, **test_kwargs)
+train_loader = DataLoader(datasets.MNIST("data", train=True, download=True, transform=transform),
+                          batch_size=4, shuffle=True)
+
+
+def total(loader):
+    s, n = 0.0, 0
+    for data, target in loader:
+        s += float(data.sum())
+        n += target.shape[0]
+    return s / len(loader.dataset), n
+
+
+res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_size, len(test_set),
+                 len(train_loader.dataset), len(train_loader)],
+       "test": [total(test_loader), total(test_loader)],
+       "train_n": total(train_loader)[1]}
+print(json.dumps(res))
+'''
+
+
+def _write_mnist(root, name, images):
+    """torchvision's MNIST reads the raw idx files: magic 2051 / 2049, big-endian sizes."""
+    n = len(images)
+    (root / f"{name}-images-idx3-ubyte").write_bytes(struct.pack(">iiii", 2051, n, 28, 28) + images.tobytes())
+    labels = (np.arange(n) % 10).astype(np.uint8)
+    (root / f"{name}-labels-idx1-ubyte").write_bytes(struct.pack(">ii", 2049, n) + labels.tobytes())
+
+
+@pytest.mark.framework
+def test_mnist_loader_reads_match_torchvision(tmp_path):
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    test_images = rng.integers(0, 256, (7, 28, 28), dtype=np.uint8)
+    _write_mnist(raw, "t10k", test_images)
+    _write_mnist(raw, "train", rng.integers(0, 256, (10, 28, 28), dtype=np.uint8))
+    converted = _convert(MNIST_PROGRAM)
+    assert not re.search(r"^\s*(import|from) torch", converted, re.M), converted
+    got = run_script(NO_TORCH + converted, timeout=240, cwd=str(tmp_path))
+    # torchvision: ToTensor (/255) then Normalize((0.1307,), (0.3081,)), 7 test and 10 train images
+    mean_sum = float(((test_images / 255.0 - 0.1307) / 0.3081).sum()) / 7
+    assert got["sizes"] == [7, math.ceil(7 / 3), 3, 7, 10, math.ceil(10 / 4)]
+    for value, n in got["test"]:   # two passes: eval after eval
+        assert n == 7 and abs(value - mean_sum) < 1e-3 * abs(mean_sum), (value, mean_sum)
+    assert got["train_n"] == 10
