@@ -448,6 +448,8 @@ class LayerAttributePass(cst.CSTTransformer):
         self.literal_renames: dict[int, cst.SimpleString] = {}   # class-name literals to rewrite
         self.class_name_notes: dict[int, str] = {}
         self.resolving: set = set()   # aliases being typed (a = b; b = a)
+        self.class_exprs: dict = {}   # torch class -> how an isinstance() test spelled it
+        self.store_targets: set[int] = set()   # attributes assigned to (cannot be chosen by class)
         self.flattened: set[str] = set()   # ModuleDicts made plain Modules (as the code names them)
         self.change_marks: list[int] = []
 
@@ -556,6 +558,7 @@ class LayerAttributePass(cst.CSTTransformer):
             name = dotted(el.value)
             if is_source(q):
                 out.append(Kind(q))
+                self.class_exprs[q] = el.value
             elif name in self.analysis.classes:
                 out.append(Kind(name, local=True))
             else:
@@ -881,6 +884,9 @@ class LayerAttributePass(cst.CSTTransformer):
             return updated
         targets = {self.renames.get(q, {}).get(attr, attr) for q in layers}
         if len(targets) > 1:
+            choice = self._by_class(original, updated, owner, attr)
+            if choice is not None:
+                return choice
             self._note("review", f"{self._code_of(receiver)}.{attr}: {self._code_of(receiver)} is one of "
                                  f"{', '.join(q.rsplit('.', 1)[1] for q in layers)}, which MindSpore name "
                                  f"{' / '.join(sorted(targets))}: split the branch by class")
@@ -895,6 +901,31 @@ class LayerAttributePass(cst.CSTTransformer):
         for part in parts[:-1]:
             value = cst.Attribute(value=value, attr=cst.Name(part))
         return updated.with_changes(value=value, attr=cst.Name(parts[-1]))
+
+    def _by_class(self, original, updated, owner, attr):
+        """`m.weight` where isinstance narrowed m to (nn.Linear, nn.Embedding): the attribute
+        chosen by class at run time, `(m.embedding_table if isinstance(m, nn.Embedding) else
+        m.weight)`; None where that cannot be written (an assignment target, a local class)."""
+        if id(original) in self.store_targets or not isinstance(owner, tuple) or \
+                not isinstance(original.value, (cst.Name, cst.Attribute)):
+            return None
+        groups: dict[str, list] = {}
+        for k in owner:
+            if k.local or k.name not in self.class_exprs:
+                return None
+            new = self.renames.get(k.name, {}).get(attr, attr)
+            if "[" in new:
+                return None
+            groups.setdefault(new, []).append(self.class_exprs[k.name])
+        (last, _), *rest = sorted(groups.items(), key=lambda item: item[0] != attr)   # torch's name last
+        code, nodes = f"{{r}}.{last}", {"r": updated.value}
+        for i, (new, classes) in enumerate(rest):
+            nodes[f"c{i}"] = classes[0] if len(classes) == 1 else cst.Tuple([cst.Element(c) for c in classes])
+            code = f"{{r}}.{new} if isinstance({{r}}, {{c{i}}}) else {code}"
+        return _template(f"({code})", **nodes)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.store_targets.add(id(node.target))
 
     def _check_grad(self, param) -> None:
         """`fc.weight.grad`: a layer's parameter has no .grad in MindSpore."""

@@ -143,6 +143,12 @@ def run(torch_path: str, ms_path: str) -> dict:
                            float(abs(m.lm_head.weight.asnumpy().std() - 0.02) < 0.01)]
     out["gpt:tied"] = [t.transformer.wte.weight is t.lm_head.weight,
                        m.transformer.wte.embedding_table is m.lm_head.weight]
+    t.apply(tmod.init_bert)
+    m.apply(mmod.init_bert)
+    tp, mp = params(t, "torch"), params(m, "ms")
+    for key, mapping in map_state_dict(t).items():
+        if mapping.ms_key in mp:
+            out[f"gpt:init_bert:{key}"] = _max_err(mp[mapping.ms_key], tp[key])
     _copy_weights(t, m)
     t.eval()
     m.set_train(False)

@@ -6,6 +6,7 @@ import math
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, literal_value
+from msmigrate.rules.transforms.tensor_methods import attribute_choice
 
 
 def _tensor(site) -> cst.BaseExpression:
@@ -14,6 +15,8 @@ def _tensor(site) -> cst.BaseExpression:
     if t is None:
         raise Unconvertible("no tensor argument", "manual")
     node = t
+    if attribute_choice(node):   # a parameter chosen by the layer's class (layer_attributes)
+        return t
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     if not isinstance(node, cst.Name):

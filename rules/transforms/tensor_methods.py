@@ -667,7 +667,7 @@ def inplace(site):
         return _assign_back(site, base, value)
     target = _target(receiver)
     statement = role == "outer"
-    assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript))
+    assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) or attribute_choice(target)
     if method in SHAPE_CHANGING:
         value = _convert_as(site, method[:-1])
         if statement and isinstance(target, (cst.Name, cst.Attribute)):
@@ -692,13 +692,22 @@ def _assign_back(site, target, value, scalar: bool = False):
     """`x[...] = value` for a name or an element; `ops.assign(obj.attr, value)` for an attribute
     (a Parameter or buffer: under @ms.jit only ops.assign persists into a Parameter, setitem
     does not)."""
-    if isinstance(target, cst.Attribute):
+    if isinstance(target, cst.Attribute) or attribute_choice(target):
         if scalar:
             value = site.expr("{f}({t}, {v})", f="@mindspore.ops.full_like", t=target, v=value)
         return site.expr("{f}({t}, {v})", f="@mindspore.ops.assign", t=target, v=value)
     lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
     return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(lhs)], value=value)]))
+
+
+def attribute_choice(node) -> bool:
+    """`(m.embedding_table if isinstance(m, nn.Embedding) else m.weight)`: a parameter chosen by
+    the layer's class (rules/layer_attributes.py); ops.assign writes whichever it is."""
+    if not isinstance(node, cst.IfExp):
+        return False
+    return isinstance(node.body, cst.Attribute) and (
+        isinstance(node.orelse, cst.Attribute) or attribute_choice(node.orelse))
 
 
 def _rebased(site, target):
