@@ -127,8 +127,10 @@ def _close(got, expected) -> bool:
 
 MNIST_PROGRAM = '''
 import json
+import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
 from torchvision import datasets, transforms
 
 transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])
@@ -147,10 +149,30 @@ def total(loader):
     return s / len(loader.dataset), n
 
 
+class Images(Dataset):
+    """PIL images through an eager Compose in __getitem__ (torchvision: a CHW tensor per sample)."""
+
+    def __init__(self, transform=None):
+        self.arrays = [np.full((4, 5, 3), 40 * i, dtype=np.uint8) for i in range(5)]
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.arrays)
+
+    def __getitem__(self, i):
+        img = Image.fromarray(self.arrays[i])
+        if self.transform is not None:
+            img = self.transform(img)
+        return img, i % 2
+
+
+rgb = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
+image_loader = DataLoader(Images(rgb), batch_size=2)
 res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_size, len(test_set),
                  len(train_loader.dataset), len(train_loader)],
        "test": [total(test_loader), total(test_loader)],
-       "train_n": total(train_loader)[1]}
+       "train_n": total(train_loader)[1],
+       "images": [[list(x.shape), float(x[:, 0, 0, 0].sum()), [int(v) for v in y]] for x, y in image_loader]}
 print(json.dumps(res))
 '''
 
@@ -180,3 +202,11 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     for value, n in got["test"]:   # two passes: eval after eval
         assert n == 7 and abs(value - mean_sum) < 1e-3 * abs(mean_sum), (value, mean_sum)
     assert got["train_n"] == 10
+    # a PIL image through Compose(ToTensor, Normalize(0.5, 0.5)) is one CHW sample: 4-D batches
+    images = [(40 * np.arange(5) / 255.0 - 0.5) / 0.5]
+    expected = [[[2, 3, 4, 5], float(images[0][0:2].sum()), [0, 1]],
+                [[2, 3, 4, 5], float(images[0][2:4].sum()), [0, 1]],
+                [[1, 3, 4, 5], float(images[0][4:5].sum()), [0]]]
+    assert [g[0] for g in got["images"]] == [e[0] for e in expected], got["images"]
+    assert [g[2] for g in got["images"]] == [e[2] for e in expected]
+    assert all(abs(g[1] - e[1]) < 1e-5 for g, e in zip(got["images"], expected)), got["images"]

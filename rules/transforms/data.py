@@ -38,8 +38,64 @@ def dataset_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
                 if not (len(inner) > at and inner[at].deep_equals(fix)):
                     inner.insert(at, fix)
                 stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
+            stmt = stmt.visit(_UnwrapEagerTransforms(site))
         body.append(stmt)
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+class _UnwrapEagerTransforms(cst.CSTTransformer):
+    """`img = self.transform(img)` in a sample method: MindSpore's Compose called on a PIL image
+    returns a 1-tuple (torchvision's: the tensor), which GeneratorDataset batches one dimension
+    deeper (5-D image batches). The value is unwrapped right after; a transform attribute called
+    in any other form is marked."""
+
+    def __init__(self, site):
+        super().__init__()
+        self.site = site
+
+    @staticmethod
+    def _transform_call(node) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            dotted(node.func.value) == "self" and "transform" in node.func.attr.value.lower()
+
+    def _fix(self, name: str) -> cst.BaseStatement:
+        return self.site.stmt(f"{name} = {name}[0] if isinstance({name}, tuple) and len({name}) == 1 else {name}"
+                              f"  # MindSpore's Compose returns a 1-tuple for a PIL image\n")
+
+    def _assigned(self, stmt) -> str | None:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                    isinstance(small.targets[0].target, cst.Name) and self._transform_call(small.value):
+                return small.targets[0].target.value
+        return None
+
+    def leave_IndentedBlock(self, original, updated):
+        body = []
+        stmts = list(updated.body)
+        for k, stmt in enumerate(stmts):
+            body.append(stmt)
+            name = self._assigned(stmt)
+            if name is not None:
+                fix = self._fix(name)
+                if not (k + 1 < len(stmts) and stmts[k + 1].deep_equals(fix)):
+                    body.append(fix)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                calls = []
+
+                class Calls(cst.CSTVisitor):
+                    def visit_Call(self_, node):
+                        if _UnwrapEagerTransforms._transform_call(node):
+                            calls.append(node)
+
+                stmt.visit(Calls())
+                calls = [c for c in calls if "target" not in c.func.attr.value.lower()]  # labels: no PIL
+                if calls:
+                    self.site.flag("review", f"{self.site.code(calls[0])} in a sample method: MindSpore's "
+                                             f"Compose returns a 1-tuple for a PIL image; assign it to a name "
+                                             f"and take [0] of a 1-tuple")
+        return updated.with_changes(body=body)
 
 
 def _is_docstring(stmt) -> bool:
