@@ -19,6 +19,8 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # (parameter names come from rules/weights.toml)
     fixed = ["momentum", "eps"]             # attributes MindSpore reads only when it builds the
                                             # object: setting them later is marked
+    children = { norm1 = "torch.nn.LayerNorm" }   # the layers a composite layer holds (so
+                                            # `enc.norm1.weight` renames like a LayerNorm's)
     status = "auto"                         # auto | review | manual | unsupported
     note = "why it is not auto / what to check"
 
@@ -45,7 +47,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "csv"}
+           "attributes", "fixed", "children", "csv"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class ApiRecord:
     on_instantiate: str = ""  # called on the statement that binds a new instance to a name
     attributes: dict = field(default_factory=dict)   # object attribute -> MindSpore name
     fixed: tuple[str, ...] = ()   # object attributes read only at construction in MindSpore
+    children: dict = field(default_factory=dict)   # child attribute -> torch class it holds
     source: str = ""          # the toml file it came from
 
     @property

@@ -794,7 +794,9 @@ class LayerAttributePass(cst.CSTTransformer):
                 return self._class_attr(owner.name, attr, set())
             if owner.name == "torch.nn.ModuleDict":
                 return owner.member(attr)
-            return None
+            rec = load_table().lookup(owner.name)
+            child = rec.children.get(attr) if rec is not None else None
+            return Kind(child) if child else None
         if owner is None:
             # an object of unknown class: the attribute name alone, when every class of the
             # program that sets it sets the same layer

@@ -155,6 +155,10 @@ def run(torch_path: str, ms_path: str) -> dict:
     idx = rng.integers(0, 11, (2, 7)).astype(np.int64)
     out["gpt:forward"] = _max_err(m(ms.Tensor(idx)).asnumpy(), t(torch.tensor(idx)).detach().numpy())
 
+    tp, mp = params(tmod.enc, "torch"), params(mmod.enc, "ms")
+    mapping = map_state_dict(tmod.enc)
+    for key in ("norm1.weight", "linear1.bias", "self_attn.out_proj.bias"):   # the ones the program sets
+        out[f"encoder_layer:{key}"] = _max_err(mp[mapping[key].ms_key], tp[key])
     out["gpt:type_test"] = [tmod.count_linear(t), mmod.count_linear(m)]
     mapping = map_state_dict(t)
     out["gpt:decay_groups"] = [[sorted({mapping[k].ms_key for k in group}) for group in t.decay_groups()],
