@@ -172,6 +172,9 @@ res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_s
                  len(train_loader.dataset), len(train_loader)],
        "test": [total(test_loader), total(test_loader)],
        "train_n": total(train_loader)[1],
+       "targets": [int(v) for v in test_set.targets],
+       "data": [list(test_set.data.shape), int(test_set.data[2][3][4]), int(test_set.data[6][27][0])],
+       "classes": test_set.classes[:3],
        "images": [[list(x.shape), float(x[:, 0, 0, 0].sum()), [int(v) for v in y]] for x, y in image_loader]}
 print(json.dumps(res))
 '''
@@ -202,6 +205,10 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     for value, n in got["test"]:   # two passes: eval after eval
         assert n == 7 and abs(value - mean_sum) < 1e-3 * abs(mean_sum), (value, mean_sum)
     assert got["train_n"] == 10
+    # torchvision's MNIST attributes: targets / data (N x 28 x 28 uint8) / classes
+    assert got["targets"] == [i % 10 for i in range(7)]
+    assert got["data"] == [[7, 28, 28], int(test_images[2, 3, 4]), int(test_images[6, 27, 0])]
+    assert got["classes"] == ["0 - zero", "1 - one", "2 - two"]
     # a PIL image through Compose(ToTensor, Normalize(0.5, 0.5)) is one CHW sample: 4-D batches
     images = [(40 * np.arange(5) / 255.0 - 0.5) / 0.5]
     expected = [[[2, 3, 4, 5], float(images[0][0:2].sum()), [0, 1]],

@@ -605,7 +605,75 @@ def vision_reader(site):
     pipeline = reader
     if label == "fine_label":  # torch's CIFAR100 targets are the fine labels
         pipeline = site.expr("{p}.project(['image', 'fine_label'])", p=pipeline)
+    _dataset_attributes(site, reader, label)
     return _with_transforms(site, pipeline, label)
+
+
+# torchvision's class names of the datasets whose names are fixed (CIFAR100 reads its meta file)
+_CLASSES = {
+    "torchvision.datasets.MNIST": [f"{i} - {w}" for i, w in enumerate(
+        "zero one two three four five six seven eight nine".split())],
+    "torchvision.datasets.FashionMNIST": ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
+                                          "Shirt", "Sneaker", "Bag", "Ankle boot"],
+    "torchvision.datasets.KMNIST": ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"],
+    "torchvision.datasets.CIFAR10": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                                     "ship", "truck"],
+}
+# what torchvision's .targets / .data are: a tensor (MNIST family) or a list / numpy array (CIFAR)
+_TENSOR_FIELDS = ("torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST")
+
+
+def _dataset_attributes(site, reader, label: str) -> None:
+    """`train_set.targets` / `.data` / `.classes` / `.class_to_idx` of a torchvision dataset, where
+    the file reads them: set on the converted reader from a second, untransformed read of the same
+    files (torch loads them when the dataset is built, too). Writing `.data`/`.targets` (a subset
+    trick) does not change what a reader yields: marked."""
+    name = site.assigned_name
+    if name is None:
+        return
+    code = site.rw.module_code
+    attr = rf"(?<![\w.]){re.escape(name)}\.(targets|data|classes|class_to_idx|samples|imgs)\b"
+    read = {m.group(1) for m in re.finditer(attr + r"(?!\s*(=[^=]|[-+*/]=))", code)}
+    written = {m.group(1) for m in re.finditer(attr + r"(\[[^\]]*\])?\s*(=[^=]|[-+*/]=)", code)}
+    if written:
+        site.flag("manual", f"{site.qualname}: {name}.{'/'.join(sorted(written))} is assigned, but a MindSpore "
+                            f"reader reads its files: take a prefix with {name}.take(n), filter rows with "
+                            f"{name}.filter(...), or build a GeneratorDataset from the arrays")
+    if re.search(rf"(?<![\w.]){re.escape(name)}\[", code):
+        site.flag("review", f"{site.qualname}: a MindSpore reader is not indexable ({name}[i]): iterate "
+                            f"{name}.create_tuple_iterator(output_numpy=True) for samples")
+    folder = site.qualname == "torchvision.datasets.ImageFolder"
+    for field in sorted(read):
+        value = None
+        if field == "targets":
+            labels = site.expr("[int(row[0]) for row in {r}.create_tuple_iterator(columns=[{c}], output_numpy=True, "
+                               "num_epochs=1)]", r=reader, c=cst.SimpleString(repr(label)))
+            value = site.expr("{T}({np}({l}, dtype={i64}))", T=site.ref("mindspore.Tensor"),
+                              np=site.ref("numpy.array"), l=labels, i64=site.ref("numpy.int64")) \
+                if site.qualname in _TENSOR_FIELDS else labels
+        elif field == "data" and not folder:
+            images = site.expr("{stack}([row[0] for row in {r}.create_tuple_iterator(columns=['image'], "
+                               "output_numpy=True, num_epochs=1)])", stack=site.ref("numpy.stack"), r=reader)
+            value = site.expr("{T}({i}[..., 0])", T=site.ref("mindspore.Tensor"), i=images) \
+                if site.qualname in _TENSOR_FIELDS else images   # MNIST: N x 28 x 28, CIFAR: N x 32 x 32 x 3
+        elif field in ("classes", "class_to_idx"):
+            if folder:   # torchvision's find_classes: the sorted sub-directory names
+                classes = site.expr("sorted(entry.name for entry in {scandir}({root}) if entry.is_dir())",
+                                    scandir=site.ref("os.scandir"), root=site.arg("root"))
+            elif site.qualname in _CLASSES:
+                classes = cst.parse_expression(repr(_CLASSES[site.qualname]))
+            else:
+                classes = None
+            if classes is not None and field == "classes":
+                value = classes
+            elif classes is not None:
+                value = site.expr("{c: i for i, c in enumerate({k})}", k=classes)
+        if value is None:
+            site.flag("manual", f"{site.qualname}: {name}.{field} has no MindSpore reader equivalent: "
+                                f"build it from {name}.create_tuple_iterator(output_numpy=True)")
+            continue
+        kind = site.qualname.rsplit(".", 1)[-1]
+        site.after(site.stmt(f"{name}.{field} = {{v}}  # torchvision's {kind}.{field}\n", v=value))
 
 
 def image_folder(site):
@@ -619,6 +687,8 @@ def image_folder(site):
             raise Unconvertible(f"{name}= has no MindSpore equivalent", "manual")
     reader = cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
         cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("decode", cst.Name("True"))]))
+    _dataset_attributes(site, cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
+        cst.Arg(root), kwarg("shuffle", cst.Name("False"))])), "label")
     return _with_transforms(site, reader, "label")
 
 
