@@ -43,7 +43,8 @@ import msmigrate.rules
 RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
 METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
-                   "torch.utils.data.DataLoader.", "torch.nn.RNNBase.")
+                   "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
+                   "torch.utils.data.distributed.DistributedSampler.")
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",

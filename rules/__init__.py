@@ -3,5 +3,6 @@
 
 # Multi-statement rewrites run before the table-driven pass, in this order.
 STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
+                     "msmigrate.rules.device_type:DeviceTypePass",
                      "msmigrate.rules.layer_attributes:LayerAttributePass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -43,7 +43,9 @@ CLIP_NORM = {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
              "torch.nn.utils.clip_grad.clip_grad_norm_"}
 CLIP_VALUE = {"torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_value_"}
 NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
-DATA_PARALLEL = {"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+# DDP all-reduces gradients across processes; nn.DataParallel splits batches within one process
+# (one device in MindSpore: nothing to reduce)
+DATA_PARALLEL = {"torch.nn.parallel.DistributedDataParallel",
                  "torch.nn.parallel.distributed.DistributedDataParallel"}
 _BUILTINS = {"tuple", "list", "len", "int", "float", "range", "zip", "enumerate", "min", "max", "abs",
              "round", "sum", "map", "isinstance"}
@@ -623,9 +625,14 @@ class TrainingLoopPass(cst.CSTTransformer):
         unpack = ", ".join((["_"] if scaler else []) + rets)
         lines = [f"({unpack}), grads = {names['grad']}({args})" if aux else f"{loss_name}, grads = {names['grad']}({args})"]
         if self.data_parallel:   # DDP's gradient all-reduce (mean), before clipping as in torch
+            # built only when communication was initialized, as torch's DDP needs its process
+            # group: a DDP script run as one process skips both (the reducer would crash there)
             reducer = self.fresh("grad_reducer")
-            params_def.append(self._stmt(f"{reducer} = {ms_('mindspore.nn.DistributedGradReducer')}({wrt}, mean=True)"))
-            lines.append(f"grads = {reducer}(grads)")
+            params_def.append(self._stmt(
+                f"{reducer} = {ms_('mindspore.nn.DistributedGradReducer')}({wrt}, mean=True) "
+                f"if {ms_('mindspore.communication')}.GlobalComm.INITED else None"))
+            lines.append(f"if {reducer} is not None:")
+            lines.append(f"    grads = {reducer}(grads)")
         extra_returns: list[str] = []
         clip_lines, norm_names = self._clip_lines(step["clips"])
         if scaler:

@@ -10,12 +10,14 @@ from msmigrate.parity.report import format_text
 from conftest import FIXTURES
 
 PROGRAMS = FIXTURES / "programs"
+# loop_ddp.py needs torchrun; loop_ddp_single.py initializes communication only when launched so
 SINGLE_PROCESS = sorted(p.name for p in PROGRAMS.glob("*.py")
-                        if p.name.startswith(("train_", "loop_")) and "init_process_group" not in p.read_text())
+                        if p.name.startswith(("train_", "loop_")) and "torchrun --" not in p.read_text())
 
 
 def test_the_fixture_set_is_found():
-    assert {"train_mlp.py", "train_cnn.py", "train_lstm.py", "loop_amp.py"} <= set(SINGLE_PROCESS)
+    assert {"train_mlp.py", "train_cnn.py", "train_lstm.py", "loop_amp.py", "loop_ddp_single.py"} <= set(SINGLE_PROCESS)
+    assert "loop_ddp.py" not in SINGLE_PROCESS
 
 
 # enough steps to reach what each program does only now and then
@@ -26,14 +28,17 @@ STEPS = {
     "loop_transformer.py": 6,  # past the 4-step warmup
     "loop_gru.py": 6,          # a whole cosine period (T_max=6)
     "train_random_depth.py": 6,   # a frozen depth draw (a compiled step) diverges by step 4
+    "loop_step_in_namespace.py": 6,   # two epochs, given on its command line
 }
+# the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
+ARGS = {"loop_step_in_namespace.py": ("2",)}
 
 
 @pytest.mark.framework
 @pytest.mark.parametrize("name", SINGLE_PROCESS)
 def test_converted_program_passes(name):
     steps = STEPS.get(name, 3)
-    r = run_parity(PROGRAMS / name, None, Options(steps=steps, timeout=300))
+    r = run_parity(PROGRAMS / name, None, Options(steps=steps, timeout=300, args=ARGS.get(name, ())))
     assert r["setup"]["converted"]
     assert r["passed"], format_text(r)
     assert r["torch_steps"] == r["ms_steps"] == steps

@@ -83,14 +83,15 @@ def _flatten(value, is_tensor) -> list:
     return []
 
 
-def _reachable(function) -> list[tuple[object, object]]:
+def _reachable(function, args=()) -> list[tuple[object, object]]:
     """(value, setter) for what a step function can reach: its module globals, its closure
     variables and those of the functions among them (a step defined inside `main(model)` reaches
-    the model through `grad_fn` -> `forward_fn`), and the attributes of plain objects among
-    those (a Trainer's model/optimizer)."""
+    the model through `grad_fn` -> `forward_fn`), the objects it is called with (a method step's
+    `self`), and the attributes of plain objects among those (a Trainer's model/optimizer, its
+    class defined in the program or beside it)."""
     import types
 
-    found = []
+    found = [(a, lambda v: None) for a in args]
 
     def dict_slots(d):
         for key, value in list(d.items()):
@@ -112,10 +113,19 @@ def _reachable(function) -> list[tuple[object, object]]:
     plain = (types.ModuleType, type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
     for value, _ in list(found):
         attrs = getattr(value, "__dict__", None)
-        if isinstance(attrs, dict) and type(value).__module__ == "__main__" and not isinstance(value, plain):
+        if isinstance(attrs, dict) and _program_class(type(value)) and not isinstance(value, plain):
             for key, attr in list(attrs.items()):
                 found.append((attr, lambda v, _o=value, _k=key: setattr(_o, _k, v)))
     return found
+
+
+def _program_class(cls) -> bool:
+    """A class of the program: defined in the script or in a module beside it, not in a library."""
+    if cls.__module__ == "__main__":
+        return True
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None) or ""
+    return bool(path) and os.path.dirname(os.path.realpath(path)) == os.path.realpath(sys.path[0])
 
 
 def _record_input(rec: Record, active: bool, inputs, is_tensor, to_numpy) -> None:
@@ -361,17 +371,40 @@ def run_mindspore(rec: Record, script: str) -> None:
             pass
         return types
 
-    def find_model(function):
+    def find_model(function, args=()):
         optimizer_types = _optimizer_types()
-        cells = [v for v, _ in _reachable(function)
-                 if isinstance(v, nn.Cell) and not isinstance(v, optimizer_types)
+        reachable = [v for v, _ in _reachable(function, args)]
+        cells = [v for v in reachable if isinstance(v, nn.Cell) and not isinstance(v, optimizer_types)
                  and any(True for _ in v.get_parameters())]
-        wanted = {m.ms_key for m in mappings.values()}
+        if not cells:
+            cells = owners_of_optimized([v for v in reachable if isinstance(v, optimizer_types)])
+        if not cells:   # held where no walk goes (a SimpleNamespace, a dict): torch's model by its names
+            cells = [c for c in live_cells() if {n for n, _ in c.parameters_and_names()} & wanted_keys()]
+        wanted = wanted_keys()
 
         def score(cell):
             names = {n for n, _ in cell.parameters_and_names()}
             return len(names & wanted), -len(names ^ wanted)
         return max(cells, key=score) if cells else None
+
+    def wanted_keys() -> set:
+        return {m.ms_key for m in mappings.values()}
+
+    def live_cells() -> list:
+        import gc
+        optimizer_types = _optimizer_types()
+        # by type(): isinstance on a dead weak proxy among gc's objects raises
+        return [c for c in gc.get_objects() if issubclass(type(c), nn.Cell) and not issubclass(type(c), optimizer_types)]
+
+    def owners_of_optimized(optimizers) -> list:
+        """The live Cells holding every parameter an optimizer the step reaches updates: the
+        network, when the step reaches it only through the optimizer (a forward held by an
+        object of a library class, a functools.partial, ...)."""
+        wanted = {id(p) for opt in optimizers for p in getattr(opt, "parameters", ())
+                  if isinstance(p, ms.Parameter)}
+        if not wanted:
+            return []
+        return [c for c in live_cells() if wanted <= {id(p) for p in c.get_parameters()}]
 
     def load_torch_weights(model):
         ms_params = dict(model.parameters_and_names())
@@ -432,7 +465,7 @@ def run_mindspore(rec: Record, script: str) -> None:
         saved = {n: p.asnumpy().copy() for n, p in model.parameters_and_names()}
         optimizer_types = _optimizer_types()
         restore = []
-        for value, setter in _reachable(function):
+        for value, setter in _reachable(function, args):
             if isinstance(value, optimizer_types):
                 setter(_NoStep(value))
                 restore.append((setter, value))
@@ -501,10 +534,11 @@ def run_mindspore(rec: Record, script: str) -> None:
             if step > rec.limit:
                 raise StopRun
             if st["model"] is None:
-                st["model"] = find_model(function)
+                st["model"] = find_model(function, args)
                 if st["model"] is None:
                     raise WeightMappingError("no MindSpore network (a Cell with parameters) reachable from "
-                                             f"{function.__name__}: its globals, closure or their attributes")
+                                             f"{function.__name__}: its globals, closure, arguments, their "
+                                             f"attributes, or the parameters of an optimizer among them")
                 load_torch_weights(st["model"])
                 model = st["model"]
                 rec.meta["model_class"] = type(model).__qualname__

@@ -300,9 +300,14 @@ def data_loader(site):
         columns = cst.parse_expression(repr(names)) if names else _column_names(ncols)
         args = [cst.Arg(src), kwarg("column_names", columns)]
         if sampler is not None:
-            site.flag("review", f"{site.qualname}: sampler={site.code(sampler)}: MindSpore needs a "
-                                f"mindspore.dataset sampler (ds.RandomSampler, ds.DistributedSampler, ...)")
+            if not _converted_sampler(site, sampler):
+                site.flag("review", f"{site.qualname}: sampler={site.code(sampler)}: MindSpore needs a "
+                                    f"mindspore.dataset sampler (ds.RandomSampler, ds.DistributedSampler, ...)")
             args.append(kwarg("sampler", sampler))
+            if isinstance(sampler, cst.Name):
+                # `sampler = DistributedSampler(ds) if distributed else None`: with no sampler
+                # GeneratorDataset shuffles unless told (and rejects shuffle= beside a sampler)
+                args.append(kwarg("shuffle", site.expr("({s} if {n} is None else None)", s=shuffle, n=sampler)))
         else:
             args.append(kwarg("shuffle", shuffle))
         pipeline = cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=args)
@@ -463,6 +468,22 @@ def _replace_node(tree, old, new):
             return new if done and original is done[0] else updated
 
     return tree.visit(Swap())
+
+
+# torch samplers the tables convert to mindspore.dataset samplers
+_SAMPLERS = ("DistributedSampler", "RandomSampler", "SequentialSampler", "SubsetRandomSampler",
+             "WeightedRandomSampler")
+
+
+def _converted_sampler(site, sampler) -> bool:
+    """sampler= is (a name assigned from) one of the samplers the tables convert."""
+    if isinstance(sampler, cst.Call):
+        return (dotted(sampler.func) or "").rsplit(".", 1)[-1] in _SAMPLERS
+    name = dotted(sampler)
+    if name is None:
+        return False
+    classes = "|".join(_SAMPLERS)
+    return re.search(rf"(?m)^\s*{re.escape(name)}\s*=[^\n]*\b({classes})\s*\(", site.rw.module_code) is not None
 
 
 def _collated_loader(site, src, collate):

@@ -35,6 +35,17 @@ def gpu_count(site):
     return site.expr("({g}.device_count() if {g}.is_available() else 0)", g=gpu)
 
 
+# MindSpore's device target -> the torch device type a program compares against
+_TARGET_TYPES = "{'GPU': 'cuda', 'Ascend': 'npu'}"
+
+
+def current_accelerator(site):
+    """torch.accelerator.current_accelerator() -> the device type string ('cuda', 'npu') of
+    MindSpore's target, None on CPU as in torch: device values are strings in converted code
+    (see device_value), and `.type` of it is the string itself (DeviceTypePass)."""
+    return site.expr(_TARGET_TYPES + ".get({get}('device_target'))", get=site.ref("mindspore.get_context"))
+
+
 def accelerator_available(site):
     return site.expr("{get}('device_target') != 'CPU'", get=site.ref("mindspore.get_context"))
 
@@ -69,17 +80,24 @@ def _assigned_value(site):
 
 
 def setting_removed(site):
-    """`torch.backends.cudnn.benchmark = True`: no MindSpore setting; the statement goes."""
-    if site.is_call or _assigned_value(site) is None:
-        raise Unconvertible("read as a value: MindSpore has no such setting", "manual")
+    """`torch.backends.cudnn.benchmark = True`: no MindSpore setting (cuDNN autotuning, TF32 only
+    change speed or GPU rounding); the statement goes. Read as a value (a log line, a config
+    dump), the setting is off: MindSpore has none to turn on."""
+    if site.is_call:
+        raise Unconvertible("called: MindSpore has no such setting", "manual")
+    if _assigned_value(site) is None:
+        return cst.Name("False")
     return site.REMOVED
 
 
 def deterministic_setting(site):
-    """`torch.backends.cudnn.deterministic = v` -> `ms.set_deterministic(v)`."""
+    """`torch.backends.cudnn.deterministic = v` -> `ms.set_deterministic(v)`; read as a value,
+    MindSpore's context answers ('ON' / 'OFF')."""
     value = _assigned_value(site)
-    if site.is_call or value is None:
-        raise Unconvertible("read as a value: MindSpore has no getter for determinism", "manual")
+    if site.is_call:
+        raise Unconvertible("called: torch.backends.cudnn.deterministic is a flag", "manual")
+    if value is None:
+        return site.expr("({get}('deterministic') == 'ON')", get=site.ref("mindspore.get_context"))
     site.before(cst.SimpleStatementLine([cst.Expr(site.expr(
         "{set}({v})", set=site.ref("mindspore.set_deterministic"), v=value))]))
     return site.REMOVED

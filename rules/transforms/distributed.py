@@ -1,6 +1,8 @@
 """torch.distributed -> mindspore.communication + data-parallel context."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -18,7 +20,8 @@ def init_process_group(site):
 
 def unwrap_ddp(site):
     """MindSpore data parallelism is a context, not a wrapper: the model is used as it is, and
-    the compiled training step all-reduces the gradients."""
+    the compiled training step all-reduces the gradients (when communication was initialized,
+    as torch's wrapper needs its process group)."""
     site.flag("review", "DistributedDataParallel copies rank 0's initial parameters to every "
                         "rank; MindSpore does not: seed all ranks alike (ms.set_seed) or load one "
                         "checkpoint everywhere")
@@ -28,3 +31,43 @@ def unwrap_ddp(site):
 
 def true(site):
     return cst.Name("True")
+
+
+def unwrap_data_parallel(site):
+    """nn.DataParallel splits a batch over the GPUs of one process: on MindSpore's one device it
+    is the model itself, and no gradient is reduced."""
+    module = site.arg("module")
+    return module if module is not None else site.node
+
+
+def initialized(site):
+    """dist.is_initialized(): whether communication.init() ran (a script run as one process
+    skips it, and every get_rank() behind this test)."""
+    return site.expr("{c}.GlobalComm.INITED", c=site.ref("mindspore.communication"))
+
+
+def distributed_sampler(site):
+    """DistributedSampler(dataset, num_replicas, rank, shuffle, seed, drop_last) ->
+    ds.DistributedSampler(num_shards, shard_id, shuffle): the same rank::world interleaving,
+    padded the same way; the dataset goes to the loader's GeneratorDataset."""
+    shards = site.arg("num_replicas") or site.expr("{c}.get_group_size()", c=site.ref("mindspore.communication"))
+    shard = site.arg("rank") or site.expr("{c}.get_rank()", c=site.ref("mindspore.communication"))
+    shuffle = site.arg("shuffle", cst.Name("True"))
+    if site.has("drop_last") and site.code(site.arg("drop_last")) != "False":
+        site.flag("review", f"{site.qualname}: drop_last: MindSpore pads every shard to the same length "
+                            f"(torch's drop_last=False); drop the last incomplete round by hand")
+    if site.code(shuffle) != "False":
+        site.flag("review", f"{site.qualname}: the shuffled order comes from MindSpore's seed "
+                            f"(mindspore.dataset.config.set_seed), not torch's seed + epoch")
+    return site.expr("{S}(num_shards={n}, shard_id={r}, shuffle={s})",
+                     S=site.ref("mindspore.dataset.DistributedSampler"), n=shards, r=shard, s=shuffle)
+
+
+def sampler_set_epoch(site):
+    """sampler.set_epoch(e) on a converted DistributedSampler: MindSpore's sampler has no epoch
+    (its shuffled order follows the dataset seed); the call goes. Other classes' set_epoch stay."""
+    name = site.code(site.receiver) if site.receiver is not None else ""
+    created = rf"(?m)^\s*{re.escape(name)}\s*=[^\n]*\bDistributedSampler\s*\("
+    if not name or not re.search(created, site.rw.module_code):
+        return site.node
+    return site.REMOVED

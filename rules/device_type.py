@@ -1,0 +1,83 @@
+"""`.type` of a device made on the spot: `torch.device('cuda:0').type`,
+`torch.accelerator.current_accelerator().type`. Converted device values are strings (see
+transforms/device.py), which have no `.type`; this pass (on torch names, before the table pass)
+replaces such reads by the type string itself, which the table pass then leaves alone or converts."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.names import dotted
+
+DEVICE = "torch.device"
+CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
+
+
+class DeviceTypePass(cst.CSTTransformer):
+    @staticmethod
+    def applies(source: str) -> bool:
+        return ").type" in source
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.imports = dict(ctx.names.imports)
+        # only the nodes on the way to a rewritten `.type` are visited (libcst rebuilds every
+        # visited node, and a rebuilt statement loses its original position)
+        scan = _Prescan(self)
+        ctx.module.visit(scan)
+        self.path = scan.path
+
+    def on_visit(self, node) -> bool:
+        return id(node) in self.path and super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        if id(original) not in self.path:
+            return updated
+        return super().on_leave(original, updated)
+
+    def _target(self, node) -> str | None:
+        """The API whose result's `.type` `node` reads, when this pass rewrites it."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)):
+            return None
+        q = self._resolve(node.value.func)
+        return q if q in (DEVICE, CURRENT_ACCELERATOR) else None
+
+    def _resolve(self, func) -> str | None:
+        name = dotted(func)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        q = self.imports.get(head)
+        return None if q is None else (f"{q}.{rest}" if rest else q)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        q = self._target(original)
+        call = updated.value
+        if q == CURRENT_ACCELERATOR:   # converts to the type string (None on CPU, as torch)
+            return call
+        if q != DEVICE:
+            return updated
+        args = [a for a in call.args if a.keyword is None]
+        kind = args[0].value if args else next((a.value for a in call.args if a.keyword and a.keyword.value == "type"), None)
+        if kind is None:
+            return updated
+        if isinstance(kind, cst.SimpleString):   # 'cuda:0' -> 'cuda'
+            return cst.SimpleString(repr(kind.evaluated_value.split(":")[0]))
+        # a string ('cuda:1') or a device; str() of either starts with the type
+        return cst.parse_expression(f"str({cst.Module([]).code_for_node(kind)}).split(':')[0]")
+
+
+class _Prescan(cst.CSTVisitor):
+    def __init__(self, owner: DeviceTypePass) -> None:
+        super().__init__()
+        self.owner = owner
+        self.stack: list[int] = []
+        self.path: set[int] = set()
+
+    def on_visit(self, node) -> bool:
+        self.stack.append(id(node))
+        if self.owner._target(node) is not None:
+            self.path.update(self.stack)
+        return True
+
+    def on_leave(self, node) -> None:
+        self.stack.pop()
