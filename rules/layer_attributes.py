@@ -11,6 +11,11 @@ rules/weights.toml (`rename`), other attributes from the `attributes` field of t
 in rules/api/. Where the class is unknown and the attribute is one that some layer of the file
 renames, the statement is marked instead of guessed.
 
+Parameter names written as strings follow too: name filters in loops over `named_parameters()`
+(`'bias' in n`, `n.endswith('weight')`, weight-decay lists), `state_dict()` keys. Writes to
+attributes MindSpore reads only at construction (the record's `fixed`), and `.grad` read from a
+layer's parameter, are marked.
+
 The same pass turns a ModuleDict that holds ModuleList/ModuleDict/Sequential values (MindSpore's
 CellDict rejects them) into a plain Module with those children as attributes: the parameter names
 (`transformer.h.0.weight`) stay as torch's, so weight mapping still works.
@@ -132,7 +137,8 @@ class ClassInfo:
 
 
 def _union(kinds):
-    kinds = [k for k in kinds]
+    """The one kind all items share, else None."""
+    kinds = list(kinds)
     if not kinds or any(k is None for k in kinds):
         return None
     return kinds[0] if all(k == kinds[0] for k in kinds) else None

@@ -184,6 +184,8 @@ def run(torch_path: str, ms_path: str) -> dict:
     out["head:weights_init:fc"] = _max_err(mp["fc.weight"], tp["fc.weight"])
     out["head:weights_init:norm"] = _max_err(mp["norm.gamma"], tp["norm.weight"])
     out["head:sequential_item"] = _max_err(mp["seq.1.gamma"], tp["seq.1.weight"])
+    out["head:weights_init:class_name"] = _max_err(mp["seq.0.weight"], tp["seq.0.weight"])   # 'Linear' -> 'Dense'
+    out["head:weights_init:filled"] = [float(tp["seq.0.weight"].max()), float(mp["seq.0.weight"].max())]
     tmod.freeze_norm(t)
     mmod.freeze_norm(m)
     out["head:alias_frozen"] = [t.norm.weight.requires_grad, m.norm.gamma.requires_grad]
@@ -237,6 +239,7 @@ def test_layer_attributes_run_like_torch():
     assert pairs["head:alias_frozen"] == [False, False]
     assert pairs["gpt:type_test"] == [3, 3]
     assert pairs["rnn:lookup:names"] == [1, 1]
+    assert abs(pairs["head:weights_init:filled"][0] - 0.05) < 1e-6
     assert pairs["conv1d:geometry"][0] == [[5], [2], [1], 20]
     assert pairs["drop2d:3d"][0]["shared"] == [False, False, True]   # torch: (N, C) channels
     assert pairs["drop2d:2d"][0]["shared"] == [False, False]          # torch: single elements
