@@ -69,6 +69,10 @@ def batches(loader):
     return [[float(x.sum()), [int(v) for v in y]] for x, y in loader]
 
 
+def make_loader(batch_size):
+    return DataLoader(TensorDataset(torch.from_numpy(X), torch.from_numpy(Y)), batch_size=batch_size, drop_last=True)
+
+
 rows = Rows(X, Y)
 train_kwargs = {"batch_size": 5}
 test_kwargs = {"batch_size": 7}
@@ -93,6 +97,7 @@ res = {
     "plain": batches(plain_loader),
     "collate": batches(collate_loader),
     "sampler": batches(sampler_loader),
+    "made": [evaluate(make_loader(4)), len(make_loader(4))],
 }
 print(json.dumps(res))
 '''

@@ -424,9 +424,13 @@ def _keep_source(site, src, loader):
     if not re.search(r"\.dataset\b", site.rw.module_code):
         return loader
     stmt = site.statement
-    if name is None or not isinstance(stmt.body[0].value, cst.Call) or \
-            not (site.rw.scopes.resolve(stmt.body[0].value.func) or "").endswith("DataLoader"):
-        _unkept(site, name)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    returned = isinstance(small, cst.Return) and name is None
+    if returned:   # `return DataLoader(...)`: built under a name, then returned
+        name = "loader"
+    if small is None or not isinstance(small.value, cst.Call) or \
+            not (site.rw.scopes.resolve(small.value.func) or "").endswith("DataLoader"):
+        _unkept(site, None)   # in a container, an argument, ...: the file reads some .dataset
         return loader
     if dotted(src) is None:
         hoisted = cst.Name(name.rsplit(".", 1)[-1] + "_dataset")
@@ -442,15 +446,21 @@ def _keep_source(site, src, loader):
             swapped = loader.with_changes(func=loader.func.with_changes(value=hoisted))
         site.before(site.stmt("{n} = {s}\n", n=hoisted, s=src))
         loader, src = swapped, hoisted
-    site.after(site.stmt("{l}.dataset = {s}  # torch's DataLoader.dataset\n",
-                         l=cst.parse_expression(name), s=src))
+    keep = site.stmt("{l}.dataset = {s}  # torch's DataLoader.dataset\n", l=cst.parse_expression(name), s=src)
+    if returned:
+        site.before(site.stmt("{l} = {p}\n", l=cst.Name(name), p=loader))
+        site.before(keep)
+        return cst.Name(name)
+    site.after(keep)
     return loader
 
 
 def _unkept(site, name) -> None:
-    if name is not None and re.search(rf"(?<![\w.]){re.escape(name)}\.dataset\b", site.rw.module_code):
+    """The file reads some `.dataset` and this loader could not keep its source."""
+    if name is None or re.search(rf"(?<![\w.]){re.escape(name)}\.dataset\b", site.rw.module_code):
         site.flag("review", f"{site.qualname}: a MindSpore pipeline has no .dataset and this loader's "
-                            f"source could not be kept on it: {name}.dataset fails")
+                            f"source could not be kept on it (bind the loader to a name): "
+                            f"{name or 'loader'}.dataset fails")
 
 
 def _replace_node(tree, old, new):
