@@ -147,3 +147,26 @@ def test_a_training_step_left_as_torch_stops_the_file_at_its_top():
         assert lines[at - 1].strip() in ("d_loss.backward()", "g_loss.backward()")
     assert lines[len(held) + 2].startswith("raise RuntimeError(")
     assert convert_source(result.code, "gan.py", force=True).code == result.code
+
+
+@pytest.mark.framework
+def test_hogwild_workers_run_in_sequence_like_torch_joined_workers(tmp_path):
+    """share_memory + torch.multiprocessing.Process workers: the conversion runs each worker in
+    its one process when started; torch, each worker joined before the next, trains the shared
+    model the same way. Every worker loss and the final loss agree."""
+    source = PROGRAMS / "hogwild_sequential.py"
+    torch_run = subprocess.run([sys.executable, str(source)], capture_output=True, text=True, timeout=300, env=ENV)
+    assert torch_run.returncode == 0, torch_run.stderr[-3000:]
+    script = convert_to(tmp_path, source.name)
+    assert "import torch" not in script.read_text()
+    ms_run = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300, env=ENV)
+    assert ms_run.returncode == 0, ms_run.stderr[-3000:]
+
+    def losses(text):
+        return [(who, float(v)) for who, v in re.findall(r"^(worker \d|final)\D*?(-?\d+\.\d{6})$", text, re.M)]
+
+    expected, got = losses(torch_run.stdout), losses(ms_run.stdout)
+    assert len(expected) == 7 and [w for w, _ in got] == [w for w, _ in expected]
+    for (_, a), (_, b) in zip(expected, got):
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(a)), (expected, got)

@@ -5,6 +5,8 @@ import re
 
 import libcst as cst
 
+from msmigrate.engine import Unconvertible
+
 
 def init_process_group(site):
     """init_process_group(backend) -> communication.init() and the data-parallel context that
@@ -71,3 +73,35 @@ def sampler_set_epoch(site):
     if not name or not re.search(created, site.rw.module_code):
         return site.node
     return site.REMOVED
+
+
+def shared_model(site):
+    """model.share_memory(): for hogwild workers in other processes; MindSpore cannot share a
+    Cell's parameters between processes, and in one process they are shared already."""
+    site.flag("review", f"{site.qualname}: MindSpore cannot share a network between processes; the workers "
+                        f"of this program run in this process (see torch.multiprocessing.Process)")
+    return site.receiver
+
+
+def sequential_process(site):
+    """mp.Process(target=f, args=a, kwargs=k) (hogwild workers) -> an object whose start() runs
+    f(*a, **k) in this process and whose join() returns at once: the workers train the shared
+    model one after another. Concurrent threads instead would compile the same steps at once,
+    which MindSpore 2.10 does not support."""
+    target = site.arg("target")
+    if target is None or site.has("group"):
+        raise Unconvertible("a Process without target=: run its work in this process by hand", "manual")
+    call = [cst.Arg(target)]
+    if site.has("args"):
+        call.append(cst.Arg(site.arg("args"), star="*"))
+    if site.has("kwargs"):
+        call.append(cst.Arg(site.arg("kwargs"), star="**"))
+    site.flag("review", f"{site.qualname}: MindSpore cannot share a network between processes: each worker "
+                        f"runs in this process when started, one after another (hogwild's updates, in sequence)")
+    start = cst.Call(func=site.ref("functools.partial"), args=_with_commas(call))
+    return site.expr("{ns}(start={start}, join=lambda timeout=None: None, is_alive=lambda: False, exitcode=0)",
+                     ns=site.ref("types.SimpleNamespace"), start=start)
+
+
+def _with_commas(args: list) -> list:
+    return [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
