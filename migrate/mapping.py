@@ -44,7 +44,8 @@ RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
 METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
                    "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
-                   "torch.utils.data.distributed.DistributedSampler.")
+                   "torch.utils.data.distributed.DistributedSampler.",
+                   "torch.nn.parallel.DistributedDataParallel.")
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",

@@ -24,6 +24,8 @@ def unwrap_ddp(site):
     """MindSpore data parallelism is a context, not a wrapper: the model is used as it is, and
     the compiled training step all-reduces the gradients (when communication was initialized,
     as torch's wrapper needs its process group)."""
+    if not site.is_call:
+        return _no_wrapper(site)
     site.flag("review", "DistributedDataParallel copies rank 0's initial parameters to every "
                         "rank; MindSpore does not: seed all ranks alike (ms.set_seed) or load one "
                         "checkpoint everywhere")
@@ -38,6 +40,8 @@ def true(site):
 def unwrap_data_parallel(site):
     """nn.DataParallel splits a batch over the GPUs of one process: on MindSpore's one device it
     is the model itself, and no gradient is reduced."""
+    if not site.is_call:
+        return _no_wrapper(site)
     module = site.arg("module")
     return module if module is not None else site.node
 
@@ -105,3 +109,17 @@ def sequential_process(site):
 
 def _with_commas(args: list) -> list:
     return [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
+
+
+def _no_wrapper(site):
+    """The wrapper class as a value (`isinstance(model, DDP)`, `type(m) is DDP`): converted
+    models are never wrapped, so the empty tuple, which no object is an instance of."""
+    site.flag("review", f"{site.qualname}: models are not wrapped in MindSpore: isinstance(x, ()) is always "
+                        f"False, so the unwrapped branch runs")
+    return cst.Tuple([])
+
+
+def no_sync(site):
+    """`with model.no_sync():` (skip DDP's all-reduce on accumulation micro-steps): the converted
+    step reduces the gradients of every micro-step instead, which sums to the same mean."""
+    return site.expr("{n}()", n=site.ref("contextlib.nullcontext"))
