@@ -26,8 +26,8 @@ def test_converted_device_logic_prints_what_torch_prints(tmp_path):
         proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=ENV)
         assert proc.returncode == 0, proc.stderr[-3000:]
         return [line for line in proc.stdout.splitlines() if line.split(" ")[0] in
-                ("accelerator", "count", "kind", "built", "deterministic", "out")]
+                ("accelerator", "count", "kind", "built", "deterministic", "out", "cudnn")]
 
     expected = run(source)
-    assert len(expected) == 6
+    assert len(expected) == 7
     assert run(script) == expected

@@ -69,6 +69,10 @@ def false_value(site):
     return cst.Name("False")
 
 
+def none_value(site):
+    return cst.Name("None")
+
+
 def _assigned_value(site):
     """The right-hand side when the statement being converted assigns to this reference."""
     stmt = site.statement
