@@ -54,6 +54,22 @@ def collate(batch):
     return torch.from_numpy(xs + 1), torch.from_numpy(ys)
 
 
+def collate3(batch):
+    xs = np.stack([x for x, _ in batch])
+    return torch.from_numpy(xs), torch.tensor([int(y) for _, y in batch]), torch.tensor([len(batch)] * len(batch))
+
+
+def epoch_summary(loader):
+    """What a shuffled loader must keep: batch sizes, every sample once, the collated values."""
+    sizes, labels, total, extra = [], [], 0.0, 0
+    for batch in loader:
+        sizes.append(len(batch[1]))
+        labels += [int(v) for v in batch[1]]
+        total += float(batch[0].sum())
+        extra += int(batch[2].sum()) if len(batch) > 2 else 0
+    return [sizes, sorted(labels), total, extra]
+
+
 def evaluate(loader):
     test_loss = 0.0
     correct = 0
@@ -85,6 +101,9 @@ test_loader = DataLoader(TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
 plain_loader = DataLoader(rows, batch_size=6, shuffle=False, **maybe)
 collate_loader = DataLoader(rows, batch_size=4, collate_fn=collate, num_workers=0, drop_last=True)
 sampler_loader = DataLoader(rows, batch_size=4, sampler=SequentialSampler(rows))
+shuffled_collate = DataLoader(rows, batch_size=4, shuffle=True, collate_fn=collate)
+three_columns = DataLoader(rows, batch_size=5, shuffle=True, collate_fn=collate3)
+three_plain = DataLoader(rows, batch_size=5, collate_fn=collate3, drop_last=True)
 
 res = {
     "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
@@ -98,6 +117,9 @@ res = {
     "collate": batches(collate_loader),
     "sampler": batches(sampler_loader),
     "made": [evaluate(make_loader(4)), len(make_loader(4))],
+    "shuffled_collate": [epoch_summary(shuffled_collate), epoch_summary(shuffled_collate)],
+    "three_columns": epoch_summary(three_columns),
+    "three_plain": epoch_summary(three_plain),
 }
 print(json.dumps(res))
 '''

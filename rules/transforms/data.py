@@ -248,15 +248,9 @@ def data_loader(site):
     collate = site.arg("collate_fn")
     if collate is not None and site.code(collate) == "None":
         collate = None
-    if collate is not None:
-        collated = _collated_loader(site, src, collate)
-        if collated is not None:
-            return _keep_source(site, src, collated)
-    for name in ("collate_fn", "worker_init_fn", "generator"):
+    for name in ("worker_init_fn", "generator"):
         if site.has(name) and site.code(site.arg(name)) != "None":
-            why = {"collate_fn": "a shuffled or unnamed source needs GeneratorDataset(batch_sampler=<index batches, "
-                                 "reshuffled every epoch>, collate_fn=lambda *columns: f(list(zip(*columns))))",
-                   "worker_init_fn": "MindSpore workers are not configured per worker",
+            why = {"worker_init_fn": "MindSpore workers are not configured per worker",
                    "generator": "seed the pipeline with ds.config.set_seed(...)"}[name]
             site.flag("MSC105", f"{site.qualname}: {name}={site.code(site.arg(name))} has no MindSpore "
                                 f"equivalent; argument dropped: {why}")
@@ -314,10 +308,15 @@ def data_loader(site):
     _check_loader_uses(site, shuffle, src)
     batch_size = site.arg("batch_size", cst.Integer("1"))
     if isinstance(batch_size, cst.Name) and batch_size.value == "None":
+        if collate is not None:
+            site.flag("MSC105", f"{site.qualname}: collate_fn={site.code(collate)} on single samples "
+                                f"(batch_size=None) has no MindSpore equivalent; argument dropped: apply it with .map")
         return _keep_source(site, src, pipeline)
     batch_args = [cst.Arg(batch_size)]
     if site.has("drop_last"):
         batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
+    if collate is not None:
+        batch_args.extend(_per_batch_map(site, collate, ncols if kind == "map" else 2))
     return _keep_source(site, src, cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")),
                                             args=_commas(batch_args)))
 
@@ -496,34 +495,57 @@ def _converted_sampler(site, sampler) -> bool:
     return re.search(rf"(?m)^\s*{re.escape(name)}\s*=[^\n]*\b({classes})\s*\(", site.rw.module_code) is not None
 
 
-def _collated_loader(site, src, collate):
-    """DataLoader(src, batch_size=B, collate_fn=f) over a named map-style source, unshuffled:
-    GeneratorDataset's batch_sampler (torch's index batches) and collate_fn, which MindSpore calls
-    with one list per column, so f gets torch's list of samples back with zip. A shuffled order
-    would need a batch sampler that reshuffles every epoch: left to the generic path (flagged)."""
-    if dotted(src) is None or site.has("sampler") or site.has("batch_sampler"):
-        return None
-    try:
-        if literal_value(site.arg("shuffle", cst.Name("False"))) not in (False, None):
-            return None
-        drop_last = literal_value(site.arg("drop_last", cst.Name("False")))
-    except ValueError:
-        return None
-    kind, ncols = _source_kind(site, src)
-    if kind != "map" or not isinstance(ncols, int):
-        return None
-    batch = site.arg("batch_size", cst.Integer("1"))
-    if isinstance(batch, cst.Name) and batch.value == "None":
-        return None
-    stop = "len({s}) - len({s}) % {b}" if drop_last else "len({s})"
-    sampler = site.expr("[list(range(i, min(i + {b}, len({s})))) for i in range(0, " + stop + ", {b})]",
-                        s=src, b=batch)
+def _per_batch_map(site, collate, ncols) -> list[cst.Arg]:
+    """collate_fn=f: .batch(per_batch_map=...) gets one list per column and a BatchInfo, in the
+    loader's order (reshuffled every epoch like torch's); f gets torch's list of samples
+    back with zip. When f returns a different number of values than a sample has, MindSpore needs
+    the output column names."""
     site.flag("review", f"{site.qualname}: collate_fn gets the samples as numpy values (Python ints and "
                         f"floats become 0-d arrays) and must return one value per column")
-    fn = site.expr("lambda *columns: {f}(list(zip(*columns)))", f=collate)
-    return cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=_commas([
-        cst.Arg(src), kwarg("column_names", _column_names(ncols)), kwarg("batch_sampler", sampler),
-        kwarg("collate_fn", fn)]))
+    args = [kwarg("per_batch_map", site.expr("lambda *columns: {f}(list(zip(*columns[:-1])))", f=collate))]
+    fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
+    returned = _returns_count(fn) if fn is not None else None
+    if returned is None and not isinstance(collate, cst.Lambda):
+        site.flag("review", f"{site.qualname}: how many values collate_fn={site.code(collate)} returns is not "
+                            f"visible: if not {ncols}, pass output_columns=[...] to .batch")
+    elif isinstance(ncols, int) and returned is not None and returned != ncols:
+        args.append(kwarg("output_columns", _column_names(returned)))
+    return args
+
+
+def _find_function(module: cst.Module, name: str) -> cst.FunctionDef | None:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            if node.name.value == name:
+                found.append(node)
+
+    module.visit(Finder())
+    return found[0] if len(found) == 1 else None
+
+
+def _returns_count(fn: cst.FunctionDef) -> int | None:
+    """How many values every `return` of `fn` gives (a tuple literal's length, else 1)."""
+    sizes = set()
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn
+
+        def visit_Lambda(self, node):
+            return False
+
+        def visit_Return(self, node):
+            value = node.value
+            if isinstance(value, cst.Tuple):
+                starred = any(isinstance(e, cst.StarredElement) for e in value.elements)
+                sizes.add(None if starred else len(value.elements))
+            elif value is not None:
+                sizes.add(None if isinstance(value, (cst.Name, cst.Call, cst.Dict)) else 1)
+
+    fn.visit(Returns())
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _check_loader_uses(site, shuffle, src) -> None:
