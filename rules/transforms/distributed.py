@@ -17,6 +17,11 @@ def init_process_group(site):
                          mode=site.ref("mindspore.ParallelMode.DATA_PARALLEL")))
     site.flag("review", "launch with `msrun --worker_num=N --local_worker_num=N "
                         "--master_port=PORT --join=True script.py` instead of torchrun")
+    read = sorted(set(re.findall(r"""["'](RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE)["']""", site.rw.module_code)))
+    if read:
+        site.flag("review", f"the program reads torchrun's {', '.join(read)} from the environment; msrun sets "
+                            f"RANK_ID, RANK_SIZE and DEVICE_ID (the local rank) instead: without the torchrun "
+                            f"names each msrun worker would train alone (export them, or read the msrun names)")
     return cst.Call(func=site.ref("mindspore.communication.init"))
 
 
