@@ -19,6 +19,7 @@ import struct
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from isolated import run_script
 from msmigrate import convert_source
@@ -193,6 +194,7 @@ class Images(Dataset):
         return img, i % 2
 
 
+folder = datasets.ImageFolder("images", transform=transforms.ToTensor())
 rgb = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
 image_loader = DataLoader(Images(rgb), batch_size=2)
 res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_size, len(test_set),
@@ -202,6 +204,9 @@ res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_s
        "targets": [int(v) for v in test_set.targets],
        "data": [list(test_set.data.shape), int(test_set.data[2][3][4]), int(test_set.data[6][27][0])],
        "classes": test_set.classes[:3],
+       "folder": [len(folder), folder.classes, folder.class_to_idx, folder.targets,
+                  [[p.replace("\\\\", "/"), i] for p, i in folder.samples], folder.imgs == folder.samples,
+                  sum(int(y.shape[0]) for _, y in DataLoader(folder, batch_size=2))],
        "images": [[list(x.shape), float(x[:, 0, 0, 0].sum()), [int(v) for v in y]] for x, y in image_loader]}
 print(json.dumps(res))
 '''
@@ -223,6 +228,13 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     test_images = rng.integers(0, 256, (7, 28, 28), dtype=np.uint8)
     _write_mnist(raw, "t10k", test_images)
     _write_mnist(raw, "train", rng.integers(0, 256, (10, 28, 28), dtype=np.uint8))
+    for cls, names in {"zebra": ["b.png", "a.PNG", "notes.txt"], "ant": ["c.png"]}.items():
+        (tmp_path / "images" / cls).mkdir(parents=True)
+        for name in names:
+            if name.endswith("txt"):
+                (tmp_path / "images" / cls / name).write_text("not an image")
+            else:
+                Image.fromarray(np.zeros((3, 3, 3), np.uint8)).save(tmp_path / "images" / cls / name, "PNG")
     converted = _convert(MNIST_PROGRAM)
     assert not re.search(r"^\s*(import|from) torch", converted, re.M), converted
     got = run_script(NO_TORCH + converted, timeout=240, cwd=str(tmp_path))
@@ -236,6 +248,9 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     assert got["targets"] == [i % 10 for i in range(7)]
     assert got["data"] == [[7, 28, 28], int(test_images[2, 3, 4]), int(test_images[6, 27, 0])]
     assert got["classes"] == ["0 - zero", "1 - one", "2 - two"]
+    # torchvision's ImageFolder: classes = sorted directories, files sorted within each, images only
+    samples = [["images/ant/c.png", 0], ["images/zebra/a.PNG", 1], ["images/zebra/b.png", 1]]
+    assert got["folder"] == [3, ["ant", "zebra"], {"ant": 0, "zebra": 1}, [0, 1, 1], samples, True, 3]
     # a PIL image through Compose(ToTensor, Normalize(0.5, 0.5)) is one CHW sample: 4-D batches
     images = [(40 * np.arange(5) / 255.0 - 0.5) / 0.5]
     expected = [[[2, 3, 4, 5], float(images[0][0:2].sum()), [0, 1]],

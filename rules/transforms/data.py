@@ -110,6 +110,10 @@ def tensor_dataset(site):
     tensors = [a for a in site.node.args]
     if not tensors or any(a.star or a.keyword is not None for a in tensors):
         raise Unconvertible("TensorDataset(*tensors) with unpacked arguments", "manual")
+    name = site.assigned_name
+    if name is not None and re.search(rf"(?<![\w.]){re.escape(name)}\.tensors\b", site.rw.module_code):
+        site.flag("manual", f"{site.qualname}: {name} becomes a list of rows, without torch's .tensors: "
+                            f"keep the tensors under their own names and read those")
     asarray = site.ref("numpy.asarray")
     rows = [cst.Arg(cst.Call(func=asarray, args=[cst.Arg(a.value)])) for a in tensors]
     return site.expr("list({zip})", zip=cst.Call(func=cst.Name("zip"), args=rows))
@@ -672,6 +676,8 @@ _CLASSES = {
     "torchvision.datasets.CIFAR10": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
                                      "ship", "truck"],
 }
+# the files torchvision's ImageFolder lists (has_file_allowed_extension, case-insensitive)
+_IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 # what torchvision's .targets / .data are: a tensor (MNIST family) or a list / numpy array (CIFAR)
 _TENSOR_FIELDS = ("torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST")
 
@@ -709,6 +715,12 @@ def _dataset_attributes(site, reader, label: str) -> None:
                                "output_numpy=True, num_epochs=1)])", stack=site.ref("numpy.stack"), r=reader)
             value = site.expr("{T}({i}[..., 0])", T=site.ref("mindspore.Tensor"), i=images) \
                 if site.qualname in _TENSOR_FIELDS else images   # MNIST: N x 28 x 28, CIFAR: N x 32 x 32 x 3
+        elif field in ("samples", "imgs") and folder:
+            value = site.expr(
+                "[({join}(d, f), i) for i, c in enumerate(sorted(e.name for e in {scandir}({root}) if e.is_dir())) "
+                "for d, _, fs in sorted({walk}({join}({root}, c), followlinks=True)) for f in sorted(fs) "
+                "if f.lower().endswith({ext})]", join=site.ref("os.path.join"), scandir=site.ref("os.scandir"),
+                walk=site.ref("os.walk"), root=site.arg("root"), ext=cst.parse_expression(repr(_IMG_EXTENSIONS)))
         elif field in ("classes", "class_to_idx"):
             if folder:   # torchvision's find_classes: the sorted sub-directory names
                 classes = site.expr("sorted(entry.name for entry in {scandir}({root}) if entry.is_dir())",
@@ -738,10 +750,13 @@ def image_folder(site):
     for name in ("loader", "is_valid_file"):
         if site.has(name) and site.code(site.arg(name)) != "None":
             raise Unconvertible(f"{name}= has no MindSpore equivalent", "manual")
+    # torchvision lists image files only (case-insensitive extensions); MindSpore every file
+    extensions = cst.parse_expression(repr([e for ext in _IMG_EXTENSIONS for e in (ext, ext.upper())]))
     reader = cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
-        cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("decode", cst.Name("True"))]))
+        cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("decode", cst.Name("True")),
+        kwarg("extensions", extensions)]))
     _dataset_attributes(site, cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
-        cst.Arg(root), kwarg("shuffle", cst.Name("False"))])), "label")
+        cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("extensions", extensions)])), "label")
     return _with_transforms(site, reader, "label")
 
 
