@@ -29,7 +29,7 @@ import json
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, SequentialSampler, TensorDataset
+from torch.utils.data import DataLoader, Dataset, SequentialSampler, Subset, TensorDataset, random_split
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((23, 4)).astype("float32")
@@ -105,6 +105,11 @@ sampler_loader = DataLoader(rows, batch_size=4, sampler=SequentialSampler(rows))
 shuffled_collate = DataLoader(rows, batch_size=4, shuffle=True, collate_fn=collate)
 three_columns = DataLoader(rows, batch_size=5, shuffle=True, collate_fn=collate3)
 three_plain = DataLoader(rows, batch_size=5, collate_fn=collate3, drop_last=True)
+first = Subset(rows, range(3, 11))
+first_loader = DataLoader(first, batch_size=3)
+part_a, part_b = random_split(rows, [15, 8])
+loader_a = DataLoader(part_a, batch_size=4, shuffle=True)
+loader_b = DataLoader(part_b, batch_size=4)
 
 res = {
     "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
@@ -121,6 +126,10 @@ res = {
     "shuffled_collate": [epoch_summary(shuffled_collate), epoch_summary(shuffled_collate)],
     "three_columns": epoch_summary(three_columns),
     "three_plain": epoch_summary(three_plain),
+    "subset": [len(first), len(first_loader.dataset), batches(first_loader)],
+    "split": [len(part_a), len(part_b), len(loader_a), len(loader_b.dataset),
+              [sorted(epoch_summary(loader_a)[1] + epoch_summary(loader_b)[1]),
+               epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]]],
 }
 print(json.dumps(res))
 '''

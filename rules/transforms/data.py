@@ -119,6 +119,69 @@ def tensor_dataset(site):
     return site.expr("list({zip})", zip=cst.Call(func=cst.Name("zip"), args=rows))
 
 
+# ---- views of a map-style source: Subset, random_split ------------------------------------
+
+_VIEWS = ("torch.utils.data.Subset", "torch.utils.data.dataset.Subset", "torch.utils.data.random_split")
+
+
+def _source_pipeline(site, src, sampler) -> cst.BaseExpression:
+    """GeneratorDataset reading `src` (a map-style source) at the sampler's indices: a pipeline
+    with len() and the samples of torch's view, in its order."""
+    kind, ncols = _source_kind(site, src)
+    if kind == "pipeline":
+        raise Unconvertible("a view of a MindSpore reader: pass sampler=ds.SubsetSampler(indices) to the reader",
+                            "manual")
+    if not isinstance(ncols, int):
+        site.flag("review", f"{site.qualname}: the number of values a sample has is not visible; assumed 2 "
+                            f"(column_names=['data', 'label'])")
+        ncols = 2
+    return cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=_commas([
+        cst.Arg(src), kwarg("column_names", _column_names(ncols)), kwarg("sampler", sampler)]))
+
+
+def _view_reads(site, names) -> None:
+    for name in names:
+        if re.search(rf"(?<![\w.]){re.escape(name)}(\.(dataset|indices)\b|\[)", site.rw.module_code):
+            site.flag("manual", f"{site.qualname}: {name} becomes a MindSpore pipeline: it has no .dataset / "
+                                f".indices and is not indexable; iterate it or keep the indices under a name")
+
+
+def subset(site):
+    """Subset(src, indices) -> GeneratorDataset(src, sampler=ds.SubsetSampler(indices))."""
+    src, indices = site.arg("dataset"), site.arg("indices")
+    if src is None or indices is None:
+        raise Unconvertible("Subset without its dataset and indices", "manual")
+    sampler = site.expr("{S}(list({i}))", S=site.ref("mindspore.dataset.SubsetSampler"), i=indices)
+    _view_reads(site, [site.assigned_name] if site.assigned_name else [])
+    return _source_pipeline(site, src, sampler)
+
+
+def random_split(site):
+    """random_split(src, [n1, n2, ...]) -> one pipeline per part, over a numpy permutation of the
+    indices (torch draws another one: the parts hold other samples, in the same sizes)."""
+    src, lengths = site.arg("dataset"), site.arg("lengths")
+    if src is None or lengths is None:
+        raise Unconvertible("random_split without its dataset and lengths", "manual")
+    try:
+        counts = literal_value(lengths)
+    except ValueError:
+        counts = None
+    if not (isinstance(counts, (list, tuple)) and all(isinstance(c, int) for c in counts)):
+        raise Unconvertible("lengths are not literal counts (fractions or computed): split "
+                            "np.random.permutation(len(dataset)) by hand", "manual")
+    site.flag("review", f"{site.qualname}: the parts hold other samples than torch's split (numpy's permutation"
+                        f"{', not the generator' if site.has('generator') else ''}), in the same sizes")
+    stmt = site.statement
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Tuple):
+        _view_reads(site, [dotted(e.value) for e in small.targets[0].target.elements if dotted(e.value)])
+    sampler = site.expr("{S}(part.tolist())", S=site.ref("mindspore.dataset.SubsetSampler"))
+    parts = site.expr("{split}({perm}(len({s})), {cumsum}({l})[:-1])", split=site.ref("numpy.split"),
+                      perm=site.ref("numpy.random.permutation"), s=src, cumsum=site.ref("numpy.cumsum"),
+                      l=lengths)
+    return site.expr("[{p} for part in {parts}]", p=_source_pipeline(site, src, sampler), parts=parts)
+
+
 # ---- what a loader reads ---------------------------------------------------------------
 
 def _find_assigned(module: cst.Module, name: str) -> cst.BaseExpression | None:
@@ -131,6 +194,21 @@ def _find_assigned(module: cst.Module, name: str) -> cst.BaseExpression | None:
 
     module.visit(Finder())
     return found[-1] if len(found) == 1 else None
+
+
+def _unpacked_from_view(site, name: str) -> bool:
+    """`name` is a part of `a, b = random_split(...)` (a pipeline once converted)."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node):
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and \
+                    isinstance(node.value, cst.Call) and site.rw.scopes.resolve(node.value.func) in _VIEWS and \
+                    any(dotted(e.value) == name for e in node.targets[0].target.elements):
+                found.append(node)
+
+    site.rw.module.visit(Finder())
+    return bool(found)
 
 
 def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
@@ -200,7 +278,7 @@ def _source_kind(site, src: cst.BaseExpression):
     if name is not None:
         value = _find_assigned(site.rw.module, name)
         if value is None:
-            return "map", None
+            return ("pipeline", 2) if _unpacked_from_view(site, name) else ("map", None)
     if not isinstance(value, cst.Call):
         return "map", None
     # an inline TensorDataset, already rewritten: list(zip(np.asarray(X), ...))
@@ -208,6 +286,8 @@ def _source_kind(site, src: cst.BaseExpression):
             and isinstance(value.args[0].value, cst.Call) and dotted(value.args[0].value.func) == "zip"):
         return "map", len(value.args[0].value.args)
     q = site.rw.scopes.resolve(value.func)
+    if q in _VIEWS:
+        return "pipeline", 2
     if q == "torch.utils.data.TensorDataset":
         if any(a.star or a.keyword is not None for a in value.args):
             return "map", None
