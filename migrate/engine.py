@@ -284,8 +284,8 @@ class Site:
         return cst.Call(func=func, args=args)
 
     # reporting and statements ------------------------------------------------------
-    def flag(self, status_or_code: str, message: str) -> None:
-        self.rw.flag(status_or_code, message)
+    def flag(self, status_or_code: str, message: str, stop: bool = False) -> None:
+        self.rw.flag(status_or_code, message, stop)
 
     def after(self, stmt: cst.BaseStatement | str, implicit: bool = False) -> None:
         self.rw.add_statement(stmt, after=True, implicit=implicit)
@@ -605,9 +605,13 @@ class Rewriter(cst.CSTTransformer):
         return _LazyPos(self, node, self.frames[-1].node if self.frames else None,
                         self.pos_stack[-1] if self.pos_stack else None)
 
-    def flag(self, status_or_code: str, message: str) -> None:
+    def flag(self, status_or_code: str, message: str, stop: bool = False) -> None:
+        """`stop`: the marked code cannot run on the converted objects (it would fail mid-run):
+        the file stops at its top, as for a torch use left (msmigrate.torch_left)."""
         line, col = self.pos_stack[-1] if self.pos_stack else (1, 1)
         marker = self.reporter.flag(status_or_code, message, line, col)
+        if stop:
+            self.reporter.stops.append(marker)
         if self.frames:
             self.frames[-1].diags.append(marker)
 

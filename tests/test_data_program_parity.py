@@ -110,6 +110,7 @@ first_loader = DataLoader(first, batch_size=3)
 part_a, part_b = random_split(rows, [15, 8])
 loader_a = DataLoader(part_a, batch_size=4, shuffle=True)
 loader_b = DataLoader(part_b, batch_size=4)
+fit, held, rest = random_split(rows, [0.5, 0.3, 0.2])
 
 res = {
     "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
@@ -129,7 +130,8 @@ res = {
     "subset": [len(first), len(first_loader.dataset), batches(first_loader)],
     "split": [len(part_a), len(part_b), len(loader_a), len(loader_b.dataset),
               [sorted(epoch_summary(loader_a)[1] + epoch_summary(loader_b)[1]),
-               epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]]],
+               epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
+              [len(fit), len(held), len(rest)]],
 }
 print(json.dumps(res))
 '''

@@ -113,7 +113,7 @@ def tensor_dataset(site):
     name = site.assigned_name
     if name is not None and re.search(rf"(?<![\w.]){re.escape(name)}\.tensors\b", site.rw.module_code):
         site.flag("manual", f"{site.qualname}: {name} becomes a list of rows, without torch's .tensors: "
-                            f"keep the tensors under their own names and read those")
+                            f"keep the tensors under their own names and read those", stop=True)
     asarray = site.ref("numpy.asarray")
     rows = [cst.Arg(cst.Call(func=asarray, args=[cst.Arg(a.value)])) for a in tensors]
     return site.expr("list({zip})", zip=cst.Call(func=cst.Name("zip"), args=rows))
@@ -143,7 +143,8 @@ def _view_reads(site, names) -> None:
     for name in names:
         if re.search(rf"(?<![\w.]){re.escape(name)}(\.(dataset|indices)\b|\[)", site.rw.module_code):
             site.flag("manual", f"{site.qualname}: {name} becomes a MindSpore pipeline: it has no .dataset / "
-                                f".indices and is not indexable; iterate it or keep the indices under a name")
+                                f".indices and is not indexable; iterate it or keep the indices under a name",
+                      stop=True)
 
 
 def subset(site):
@@ -166,9 +167,20 @@ def random_split(site):
         counts = literal_value(lengths)
     except ValueError:
         counts = None
-    if not (isinstance(counts, (list, tuple)) and all(isinstance(c, int) for c in counts)):
-        raise Unconvertible("lengths are not literal counts (fractions or computed): split "
+    fractions = isinstance(counts, (list, tuple)) and counts and \
+        all(isinstance(c, (int, float)) and 0 <= c <= 1 for c in counts) and abs(sum(counts) - 1) < 1e-9 and \
+        any(isinstance(c, float) for c in counts)
+    if not (isinstance(counts, (list, tuple)) and all(isinstance(c, int) for c in counts)) and not fractions:
+        raise Unconvertible("lengths are not literal counts or fractions: split "
                             "np.random.permutation(len(dataset)) by hand", "manual")
+    if fractions:
+        if dotted(src) is None or site.statement is None:
+            raise Unconvertible("fractional lengths of an inline dataset: bind it to a name first", "manual")
+        # torch: floor(n * f) each, the remainder one by one to the first parts
+        lengths = cst.Name("split_counts")
+        site.before(site.stmt("split_counts = {np}.floor(len({s}) * {np}.array({f})).astype(int)\n",
+                              np=site.ref("numpy"), s=src, f=site.arg("lengths")))
+        site.before(site.stmt("split_counts[:len({s}) - split_counts.sum()] += 1\n", s=src))
     site.flag("review", f"{site.qualname}: the parts hold other samples than torch's split (numpy's permutation"
                         f"{', not the generator' if site.has('generator') else ''}), in the same sizes")
     stmt = site.statement
@@ -777,10 +789,10 @@ def _dataset_attributes(site, reader, label: str) -> None:
     if written:
         site.flag("manual", f"{site.qualname}: {name}.{'/'.join(sorted(written))} is assigned, but a MindSpore "
                             f"reader reads its files: take a prefix with {name}.take(n), filter rows with "
-                            f"{name}.filter(...), or build a GeneratorDataset from the arrays")
+                            f"{name}.filter(...), or build a GeneratorDataset from the arrays", stop=True)
     if re.search(rf"(?<![\w.]){re.escape(name)}\[", code):
-        site.flag("review", f"{site.qualname}: a MindSpore reader is not indexable ({name}[i]): iterate "
-                            f"{name}.create_tuple_iterator(output_numpy=True) for samples")
+        site.flag("manual", f"{site.qualname}: a MindSpore reader is not indexable ({name}[i]): iterate "
+                            f"{name}.create_tuple_iterator(output_numpy=True) for samples", stop=True)
     folder = site.qualname == "torchvision.datasets.ImageFolder"
     for field in sorted(read):
         value = None
@@ -815,7 +827,7 @@ def _dataset_attributes(site, reader, label: str) -> None:
                 value = site.expr("{c: i for i, c in enumerate({k})}", k=classes)
         if value is None:
             site.flag("manual", f"{site.qualname}: {name}.{field} has no MindSpore reader equivalent: "
-                                f"build it from {name}.create_tuple_iterator(output_numpy=True)")
+                                f"build it from {name}.create_tuple_iterator(output_numpy=True)", stop=True)
             continue
         kind = site.qualname.rsplit(".", 1)[-1]
         site.after(site.stmt(f"{name}.{field} = {{v}}  # torchvision's {kind}.{field}\n", v=value))
