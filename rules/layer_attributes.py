@@ -1090,6 +1090,11 @@ class LayerAttributePass(cst.CSTTransformer):
             self._note("manual", f"{dotted(func.value)} is a plain Module in the conversion (MindSpore's "
                                  f"CellDict cannot hold its ModuleList values): {func.attr.value}() does not "
                                  f"exist; use name_cells()")
+        if self.scopes.resolve(func) == "torch.nn.ModuleList":
+            kinds = self.analysis.item_kinds(original, "torch.nn.ModuleList")
+            if any(k is not None and k.name == "torch.nn.ModuleDict" for k in kinds):
+                self._note("manual", "a ModuleList of ModuleDicts: MindSpore's CellList rejects CellDict "
+                                     "items; hold each dict's layers as attributes of a plain Cell")
         return updated
 
     def _own_attrs(self, cls: str) -> set[str]:
