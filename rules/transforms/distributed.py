@@ -78,8 +78,11 @@ def sampler_set_epoch(site):
     """sampler.set_epoch(e) on a converted DistributedSampler: MindSpore's sampler has no epoch
     (its shuffled order follows the dataset seed); the call goes. Other classes' set_epoch stay."""
     name = site.code(site.receiver) if site.receiver is not None else ""
+    code = site.rw.module_code
     created = rf"(?m)^\s*{re.escape(name)}\s*=[^\n]*\bDistributedSampler\s*\("
-    if not name or not re.search(created, site.rw.module_code):
+    # `train_loader.sampler.set_epoch(e)`: a loader's sampler, in a file that builds DistributedSamplers
+    of_loader = name.endswith(".sampler") and re.search(r"\bDistributedSampler\s*\(", code)
+    if not name or not (re.search(created, code) or of_loader):
         return site.node
     return site.REMOVED
 
