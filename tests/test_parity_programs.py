@@ -10,13 +10,13 @@ from msmigrate.parity.report import format_text
 from conftest import FIXTURES
 
 PROGRAMS = FIXTURES / "programs"
-# loop_ddp.py needs torchrun; loop_ddp_single.py initializes communication only when launched so
+# loop_ddp.py needs torchrun; train_ddp_single.py initializes communication only when launched so
 SINGLE_PROCESS = sorted(p.name for p in PROGRAMS.glob("*.py")
                         if p.name.startswith(("train_", "loop_")) and "torchrun --" not in p.read_text())
 
 
 def test_the_fixture_set_is_found():
-    assert {"train_mlp.py", "train_cnn.py", "train_lstm.py", "loop_amp.py", "loop_ddp_single.py"} <= set(SINGLE_PROCESS)
+    assert {"train_mlp.py", "train_cnn.py", "train_lstm.py", "loop_amp.py", "train_ddp_single.py"} <= set(SINGLE_PROCESS)
     assert "loop_ddp.py" not in SINGLE_PROCESS
 
 
@@ -28,10 +28,10 @@ STEPS = {
     "loop_transformer.py": 6,  # past the 4-step warmup
     "loop_gru.py": 6,          # a whole cosine period (T_max=6)
     "train_random_depth.py": 6,   # a frozen depth draw (a compiled step) diverges by step 4
-    "loop_step_in_namespace.py": 6,   # two epochs, given on its command line
+    "train_step_in_namespace.py": 6,   # two epochs, given on its command line
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
-ARGS = {"loop_step_in_namespace.py": ("2",)}
+ARGS = {"train_step_in_namespace.py": ("2",)}
 
 
 @pytest.mark.framework
