@@ -448,7 +448,7 @@ def _bind_unpacked_kwargs(site) -> None:
             site.bound[key] = cst.Arg(value=value, keyword=cst.Name(key))
 
 
-def _dict_keys(site, expr) -> set[str] | None:
+def _dict_keys(site, expr, seen: frozenset = frozenset()) -> set[str] | None:
     """The string keys a dict expression may hold: a literal / dict(k=...) / `a if c else b`, or a
     name assigned those in the file, plus its `name.update(...)` and `name['k'] = ...`."""
     if isinstance(expr, cst.Dict):
@@ -459,15 +459,16 @@ def _dict_keys(site, expr) -> set[str] | None:
             keys.add(_string(el.key))
         return keys
     if isinstance(expr, cst.IfExp):
-        a, b = _dict_keys(site, expr.body), _dict_keys(site, expr.orelse)
+        a, b = _dict_keys(site, expr.body, seen), _dict_keys(site, expr.orelse, seen)
         return None if a is None or b is None else a | b
     if isinstance(expr, cst.Call) and dotted(expr.func) == "dict":
         if any(a.keyword is None for a in expr.args):
             return None
         return {a.keyword.value for a in expr.args}
     name = dotted(expr)
-    if name is None:
+    if name is None or name in seen:   # a.update(b); b.update(a): not resolved
         return None
+    seen = seen | {name}
     values, updates, items, other = [], [], set(), []
 
     class Finder(cst.CSTVisitor):
@@ -501,7 +502,7 @@ def _dict_keys(site, expr) -> set[str] | None:
         return None
     keys = set(items)
     for value in [*values, *updates]:
-        found = _dict_keys(site, value) if dotted(value) != name else set()
+        found = _dict_keys(site, value, seen) if dotted(value) != name else set()
         if found is None:
             return None
         keys |= found
