@@ -432,7 +432,14 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
         if a.star or (a.keyword is None and k > first_star):
             unbound.append(a)
         elif a.keyword is not None:
-            bound[a.keyword.value] = a
+            name = a.keyword.value
+            # torch's bindings name a function's first tensor `input` (`self` in the schema)
+            # whatever its documented name: F.one_hot(input=x), x.gt(input=...) is not torch's
+            if name == "input" and pos_params and "input" not in pos_params \
+                    and not pos_params[0].startswith("*") and pos_params[0] not in bound \
+                    and not record.is_method:
+                name = pos_params[0]
+            bound[name] = a
     return bound, unbound
 
 

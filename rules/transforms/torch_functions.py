@@ -403,7 +403,8 @@ def as_float(value, site):
     except ValueError:
         return site.expr("float({v})", v=value)
     if isinstance(v, int) and not isinstance(v, bool):
-        return cst.Float(repr(float(v)))
+        # a negative literal is a unary minus over a number: cst.Float holds digits only
+        return cst.parse_expression(repr(float(v)))
     return value
 
 

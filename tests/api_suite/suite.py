@@ -1,0 +1,318 @@
+"""The per-API numerical suite: small torch snippets (cases/*.toml), each run under torch and,
+converted by `convert_source`, under MindSpore; values (rtol 1e-4), shapes and dtypes compared.
+
+    python tests/api_suite/suite.py            # run, print the outcome counts and the failures
+    python tests/api_suite/suite.py --write    # ... and rewrite docs/api-coverage.md + known.toml
+
+Each framework runs every case in ONE process (worker.py: try/except and a timeout per case);
+both processes run at the same time. Outcomes of a case:
+
+    same            unmarked conversion, same values/shape/dtype
+    differs, raises unmarked conversion, different result / MindSpore raised   -> failures
+    crash           the converter failed on the snippet (exception or MSC107)  -> failure
+    marked          the conversion carries a diagnostic: it may differ or raise
+    torch-left      the API is not converted (the file still needs torch): unsupported
+    n/a             a generated argument form torch itself rejects (not counted)
+
+Known failures are listed in known.toml (case -> outcome); the test fails on any other failure
+and on a listed one that no longer fails, so the list only shrinks by fixing or marking.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CASES_DIR = HERE / "cases"
+KNOWN = HERE / "known.toml"
+PAGE = ROOT / "docs" / "api-coverage.md"
+RTOL, ATOL = 1e-4, 1e-5
+FAILURES = ("differs", "raises", "crash")
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"   # every snippet's imports
+
+
+@dataclass
+class Case:
+    id: str            # the torch snippet itself, one line ("; " between statements)
+    api: str           # the torch API it verifies
+    code: str          # torch code setting `out`
+    family: str
+    generated: bool    # from a form template: torch rejecting it makes it n/a, not an error
+    converted: str = ""
+    diagnostics: list = field(default_factory=list)
+    outcome: str = ""
+    detail: str = ""
+
+
+def _code(snippet: str) -> str:
+    snippet = snippet.strip("\n")
+    if "\n" not in snippet and not snippet.startswith("out =") and not snippet.startswith("out="):
+        return f"out = {snippet}\n"
+    return snippet + "\n"
+
+
+def load_cases() -> list[Case]:
+    cases: dict[str, Case] = {}
+    for path in sorted(CASES_DIR.glob("*.toml")):
+        data = tomllib.loads(path.read_text())
+        family = path.stem
+        forms = data.get("forms", {})
+        for group in data.get("group", []):
+            for name in group["names"]:
+                # "torch.x.y" or "<operator>:<dunder name>"
+                full, _, short = name.rpartition(":") if ":" in name else (name, "", name.rsplit(".", 1)[-1])
+                for api_tpl, tpl in forms[group["forms"]]:
+                    for x, y in _operands(group):
+                        kw = group.get("kw", {}).get(short, "other")
+                        snippet = tpl.format(f=short, x=x, y=y, kw=kw, full=full)
+                        api = api_tpl.format(f=short, full=name)
+                        _add(cases, Case(_id(snippet), api, _code(snippet), family, True))
+        for api, snippets in data.get("cases", {}).items():
+            for snippet in snippets:
+                _add(cases, Case(_id(snippet), api, _code(snippet), family, False))
+    return list(cases.values())
+
+
+def _operands(group):
+    if "pairs" in group:
+        return [tuple(p.split(",")) for p in group["pairs"]]
+    return [(x, "") for x in group["x"]]
+
+
+def _id(snippet: str) -> str:
+    return "; ".join(line for line in snippet.strip("\n").splitlines())
+
+
+def _add(cases, case):
+    cases.setdefault(case.id, case)
+
+
+def convert(cases: list[Case]) -> None:
+    from msmigrate import convert_source
+    for case in cases:
+        try:
+            result = convert_source(HEADER + case.code, "case.py")
+        except Exception as exc:  # noqa: BLE001 - a converter crash is this case's outcome
+            case.outcome, case.detail = "crash", f"{type(exc).__name__}: {exc}"[:300]
+            continue
+        case.converted = result.code
+        case.diagnostics = [f"{d.code} {d.message}" for d in result.diagnostics]
+        if any(d.code == "MSC107" for d in result.diagnostics):
+            case.outcome, case.detail = "crash", case.diagnostics[0]
+        elif any(line.startswith(("import torch", "from torch")) for line in result.code.splitlines()):
+            case.outcome = "torch-left"
+
+
+def _run_workers(cases: list[Case]) -> tuple[dict, dict]:
+    env = {**os.environ, "GLOG_v": "3", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    with tempfile.TemporaryDirectory(prefix="apisuite-") as tmp:
+        jobs = {}
+        for side, pairs in (("torch", [[c.id, HEADER + c.code] for c in cases if c.outcome != "crash"]),
+                            ("mindspore", [[c.id, c.converted] for c in cases if not c.outcome])):
+            cases_json, out = Path(tmp, f"{side}.json"), Path(tmp, f"{side}.pkl")
+            cases_json.write_text(json.dumps(pairs))
+            jobs[side] = (subprocess.Popen([sys.executable, str(HERE / "worker.py"), side, str(cases_json),
+                                            str(out)], env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True), out)
+        results = {}
+        for side, (proc, out) in jobs.items():
+            stdout, stderr = proc.communicate(timeout=1200)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{side} worker exit {proc.returncode}:\n{stderr[-3000:]}")
+            results[side] = pickle.loads(out.read_bytes())
+    return results["torch"], results["mindspore"]
+
+
+def compare(t, m) -> str | None:
+    """None when MindSpore's result is torch's; else what differs."""
+    if t[0] != m[0]:
+        if {t[0], m[0]} <= {"int", "float"}:
+            return f"{t[0]} {t[1]!r} vs {m[0]} {m[1]!r}"
+        return f"{t[0]} vs {m[0]}: {str(m[1])[:80]}"
+    kind = t[0]
+    if kind == "seq":
+        if len(t[1]) != len(m[1]):
+            return f"{len(t[1])} items vs {len(m[1])}"
+        for k, (a, b) in enumerate(zip(t[1], m[1])):
+            problem = compare(a, b)
+            if problem:
+                return f"[{k}] {problem}"
+        return None
+    if kind in ("tensor", "ndarray"):
+        x, y = t[1], m[1]
+        if x.shape != y.shape:
+            return f"shape {x.shape} vs {y.shape}"
+        if x.dtype != y.dtype:
+            return f"dtype {x.dtype} vs {y.dtype}"
+        if x.dtype.kind in "fc":
+            if not np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True):
+                return f"values differ: {x.ravel()[:4]} vs {y.ravel()[:4]}"
+        elif not np.array_equal(x, y):
+            return f"values differ: {x.ravel()[:6]} vs {y.ravel()[:6]}"
+        return None
+    if kind == "float":
+        if not (np.isclose(t[1], m[1], rtol=RTOL, atol=ATOL, equal_nan=True)):
+            return f"{t[1]!r} vs {m[1]!r}"
+        return None
+    if t[1] != m[1]:
+        return f"{t[1]!r} vs {m[1]!r}"
+    return None
+
+
+def run(cases: list[Case] | None = None) -> list[Case]:
+    cases = load_cases() if cases is None else cases
+    convert(cases)
+    torch_results, ms_results = _run_workers(cases)
+    for case in cases:
+        t = torch_results.get(case.id)
+        if case.outcome == "crash":
+            continue
+        if t[0] == "error":
+            case.outcome, case.detail = ("n/a" if case.generated else "torch-fails"), t[1]
+            continue
+        if case.outcome == "torch-left":
+            continue
+        m = ms_results[case.id]
+        problem = m[1] if m[0] == "error" else compare(t, m)
+        if case.diagnostics:
+            case.outcome = "marked"
+            case.detail = problem or ""
+        elif problem is None:
+            case.outcome = "same"
+        else:
+            case.outcome = "raises" if m[0] == "error" else "differs"
+            case.detail = problem
+    return cases
+
+
+def known() -> dict[str, str]:
+    return tomllib.loads(KNOWN.read_text()).get("known", {}) if KNOWN.exists() else {}
+
+
+# ---- the coverage page -------------------------------------------------------------------------
+
+def api_statuses(cases: list[Case]) -> dict[str, dict]:
+    """torch API -> {status, target, why, case}: verified (an unmarked case gives torch's result
+    and none fails), wrong (an unmarked case fails: known.toml), marked (every case carries a
+    marker), unsupported (left as torch)."""
+    from msmigrate.mapping import load_table
+    table = load_table()
+    by_api: dict[str, list[Case]] = defaultdict(list)
+    for case in cases:
+        if case.outcome not in ("n/a", "torch-fails"):
+            by_api[case.api].append(case)
+    out = {}
+    for api, items in sorted(by_api.items()):
+        rec = table.lookup(api)
+        target = (rec.target or ("(method kept)" if rec.is_method else rec.transform)) if rec else \
+            ("(same-named MindSpore method)" if api.startswith("torch.Tensor.") else "")
+        bad = [c for c in items if c.outcome in FAILURES]
+        same = [c for c in items if c.outcome == "same"]
+        marked = [c for c in items if c.outcome == "marked"]
+        left = [c for c in items if c.outcome == "torch-left"]
+        if bad:
+            status, why, case = "wrong", f"{bad[0].outcome}: {bad[0].detail}", bad[0]
+        elif same:
+            status, case = "verified", same[0]
+            why = f"{len(marked)} argument form(s) marked" if marked else ""
+        elif marked:
+            status, case = "marked", marked[0]
+            why = marked[0].diagnostics[0].split(":", 1)[-1].strip() if marked[0].diagnostics else ""
+        else:
+            status, case = "unsupported", left[0]
+            why = "not converted: the file keeps torch"
+        out[api] = dict(status=status, target=target.replace("mindspore.", "ms."), why=why, case=case.id,
+                        cases=len(items))
+    return out
+
+
+def totals(statuses: dict[str, dict], cases: list[Case]) -> dict[str, int]:
+    counts = Counter(s["status"] for s in statuses.values())
+    outcome = Counter(c.outcome for c in cases)
+    return dict(apis=len(statuses), verified=counts["verified"], marked=counts["marked"],
+                unsupported=counts["unsupported"], wrong=counts["wrong"],
+                cases=sum(v for k, v in outcome.items() if k not in ("n/a",)),
+                same=outcome["same"], marked_cases=outcome["marked"], torch_left=outcome["torch-left"],
+                failing=sum(outcome[k] for k in FAILURES))
+
+
+def totals_line(t: dict[str, int]) -> str:
+    return (f"{t['apis']} torch APIs in the per-API suite: {t['verified']} verified, {t['marked']} "
+            f"marked, {t['unsupported']} unsupported, {t['wrong']} known wrong "
+            f"({t['cases']} cases: {t['same']} same, {t['marked_cases']} marked, "
+            f"{t['torch_left']} left as torch, {t['failing']} known failures)")
+
+
+def render_page(cases: list[Case]) -> str:
+    statuses = api_statuses(cases)
+    lines = [
+        "# API coverage",
+        "",
+        "Generated by `python tests/api_suite/suite.py --write` from the mapping tables (rules/api/)",
+        "and the per-API suite (tests/api_suite/cases/): every torch API with at least one case, its",
+        "MindSpore target, and what running the case under both frameworks showed. Do not edit.",
+        "",
+        "- **verified**: a case converted without a marker gives torch's values, shape and dtype",
+        "  (rtol 1e-4); argument forms the converter marks are counted apart.",
+        "- **marked**: every case is converted with a marker (MSC1xx) saying what differs.",
+        "- **unsupported**: the API is left as torch (the converted file stops at its top).",
+        "- **wrong**: a known failure (tests/api_suite/known.toml), to be fixed or marked.",
+        "",
+        totals_line(totals(statuses, cases)) + ".",
+        "",
+        "| torch API | MindSpore | status | cases | why / note | verifying case |",
+        "|---|---|---|---|---|---|",
+    ]
+    for api, s in statuses.items():
+        why = s["why"].replace("|", "\\|").replace("\n", " ")[:160]
+        case = s["case"].replace("|", "\\|")
+        lines.append(f"| `{api}` | {s['target'] or '—'} | {s['status']} | {s['cases']} | {why} | `{case}` |")
+    return "\n".join(lines) + "\n"
+
+
+def failures(cases: list[Case]) -> dict[str, str]:
+    return {c.id: c.outcome for c in cases if c.outcome in FAILURES}
+
+
+def write_known(cases: list[Case]) -> None:
+    lines = ["# Unmarked cases that do not give torch's result yet (case -> outcome). Generated by",
+             "# `python tests/api_suite/suite.py --write`; the suite fails on any failure not listed",
+             "# and on a listed case that passes. Fix the conversion or mark it, then regenerate.",
+             "[known]"]
+    by_case = {c.id: c for c in cases}
+    for cid, outcome in sorted(failures(cases).items()):
+        lines.append(f"{json.dumps(cid)} = {json.dumps(outcome)}  # {by_case[cid].detail[:100]!s}"
+                     .replace("\n", " "))
+    KNOWN.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    import time
+    start = time.time()
+    cases = run()
+    print(f"{len(cases)} cases in {time.time() - start:.1f} s: {dict(Counter(c.outcome for c in cases))}")
+    for c in cases:
+        if c.outcome in FAILURES + ("torch-fails",) and (c.id not in known() or "-v" in argv):
+            print(f"{c.outcome:8} {c.api:40} {c.id}\n         {c.detail[:200]}")
+    if "--write" in argv:
+        write_known(cases)
+        PAGE.parent.mkdir(exist_ok=True)
+        PAGE.write_text(render_page(cases))
+        print(totals_line(totals(api_statuses(cases), cases)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))
+    sys.exit(main(sys.argv[1:]))
