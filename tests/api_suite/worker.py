@@ -71,6 +71,9 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
         base = {"torch": torch}
     else:
         import mindspore as ms
+        # PyNative launches kernels asynchronously: a case's failure would surface in a later
+        # case (measured: float32 cases failing "Unsupported data type" after an int64 case)
+        ms.set_context(pynative_synchronize=True)
         make = lambda a: ms.Tensor(a.copy())  # noqa: E731
         tensor_types = (ms.Tensor,)
         dtype_types = (ms.dtype.Type,)
