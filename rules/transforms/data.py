@@ -523,13 +523,13 @@ def _keep_source(site, src, loader):
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     returned = isinstance(small, cst.Return) and name is None
     if returned:   # `return DataLoader(...)`: built under a name, then returned
-        name = "loader"
+        name = _free_name(site, "loader")
     if small is None or not isinstance(small.value, cst.Call) or \
             not (site.rw.scopes.resolve(small.value.func) or "").endswith("DataLoader"):
         _unkept(site, None)   # in a container, an argument, ...: the file reads some .dataset
         return loader
     if dotted(src) is None:
-        hoisted = cst.Name(name.rsplit(".", 1)[-1] + "_dataset")
+        hoisted = cst.Name(_free_name(site, name.rsplit(".", 1)[-1] + "_dataset"))
         swapped = _replace_node(loader, src, hoisted)
         if swapped.deep_equals(loader):
             # the source was rebuilt (an inline reader given shuffle=True): the dataset is what
@@ -549,6 +549,15 @@ def _keep_source(site, src, loader):
         return cst.Name(name)
     site.after(keep)
     return loader
+
+
+def _free_name(site, base: str) -> str:
+    """`base`, or `base_2`, ...: a name the file does not use (the program's own variables stay theirs)."""
+    name, n = base, 1
+    while re.search(rf"\b{re.escape(name)}\b", site.rw.module_code):
+        n += 1
+        name = f"{base}_{n}"
+    return name
 
 
 def _unkept(site, name) -> None:
