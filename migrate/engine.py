@@ -182,9 +182,9 @@ class Reporter:
         self.path = path
         self.diagnostics: list[Diagnostic] = []
         self.conversions: list[Conversion] = []
-        # markers of code left that cannot run on the converted objects (a training step left as
-        # torch calls zero_grad/backward/step on MindSpore objects): the file stops at its top
-        # for these as for torch uses left (msmigrate.torch_left)
+        # markers of code left for manual work (e.g. a training step left as torch calls
+        # zero_grad/backward/step on MindSpore objects): the file stops at its top for these as
+        # for torch uses left (msmigrate.torch_left)
         self.stops: list[str] = []
 
     def flag(self, status_or_code: str, message: str, line: int, col: int) -> str:
@@ -197,7 +197,10 @@ class Reporter:
         message = " ".join(message.split())
         severity = "warning" if status == "review" else "error"
         self.diagnostics.append(Diagnostic(self.path, line, col, code, message, severity, False, status))
-        return f"{MARKER} {code} {message}"
+        marker = f"{MARKER} {code} {message}"
+        if status != "review":   # left for manual work: the program must not run before it is done
+            self.stops.append(marker)
+        return marker
 
 
 # --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from msmigrate.mapping import RULES_DIR
 from msmigrate.names import SOURCE_ROOTS
 
 STOP_CODE = "MSC108"
-HELD = "left as torch, it cannot run on MindSpore objects"
+HELD = "left for manual work"
 with (RULES_DIR / "imports.toml").open("rb") as _fh:
     # torch itself and the libraries built on it (rules/imports.toml)
     TORCH_FAMILY = SOURCE_ROOTS | frozenset(tomllib.load(_fh)["torch_family"]["libraries"])
@@ -103,8 +103,9 @@ def stop_at_top(code: str, diagnostics: Iterable[Diagnostic], path: str,
     on the converted objects), and the file-level diagnostic that says so; else `code` unchanged."""
     code, earlier = _without_stop_block(code)   # converting a converted file again renews the block
     uses = torch_uses(code)
-    again = [f"# msmigrate: MSC102 {why}" for why in earlier.pop(HELD, {})]
-    held = _marked_lines(code, [*stops, *again])
+    again = [f"# msmigrate: {why}" for why in earlier.pop(HELD, {})]
+    used_at = {line for line, _, _ in uses}
+    held = [(n, why) for n, why in _marked_lines(code, [*stops, *again]) if n not in used_at]
     if not uses and not held:
         return code, None
     lines = code.splitlines(keepends=True)
@@ -139,7 +140,7 @@ _ENTRY = re.compile(r"^#   lines? [\d, ]+: ([\w.]+|[^:]+): (.*)$")
 
 def _marked_lines(code: str, markers: Iterable[str]) -> list[tuple[int, str]]:
     """(line of the statement under the marker, what the marker says) for each marker in code."""
-    wanted = {m.strip(): m.split(" ", 3)[-1] for m in markers}
+    wanted = {m.strip(): m.split(" ", 2)[-1] for m in markers}   # "CODE message"
     if not wanted:
         return []
     lines = code.splitlines()
@@ -167,7 +168,10 @@ def _without_stop_block(code: str) -> tuple[str, dict[str, str]]:
 
 def _insertion_line(code: str) -> int:
     """How many lines precede the stop block: the module docstring and `__future__` imports."""
-    body = ast.parse(code).body
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:   # newer syntax than this Python's (libcst reads it): nothing to skip over
+        return 0
     at = 0
     for i, stmt in enumerate(body):
         is_doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \

@@ -271,8 +271,6 @@ class TrainingLoopPass(cst.CSTTransformer):
     def _flag(self, stmt, status: str, message: str):
         line, col = self._pos(stmt)
         marker = self.reporter.flag(status, message, line, col)
-        if status == "manual":   # the torch-style step stays: zero_grad/backward/step on MindSpore objects
-            self.reporter.stops.append(marker)
         existing = {ln.comment.value for ln in stmt.leading_lines if ln.comment is not None}
         # a step already marked for manual migration by an earlier conversion, whose torch
         # context (e.g. the GradScaler) is gone now, is not judged again

@@ -48,16 +48,16 @@ def make():
 
 
 def save_weights(model):
-    torch.save(model.state_dict(), "weights.pt")
+    torch.save(model.state_dict(), "weights.pkl")   # any name: MindSpore saves and loads '*.ckpt' only
 
 
 def load_weights(model):
-    model.load_state_dict(torch.load("weights.pt"))
+    model.load_state_dict(torch.load("weights.pkl"))
 
 
 def load_weights_into_renamed():
     other = Renamed()
-    other.load_state_dict(torch.load("weights.pt", map_location="cpu"))
+    other.load_state_dict(torch.load("weights.pkl", map_location="cpu"))
 
 
 def save_all(model, optimizer, epoch):
@@ -156,7 +156,7 @@ def test_state_dict_round_trip_is_bit_exact(ckpt_results):
     got = ckpt_results["weights"]
     assert not isinstance(got, str), got
     assert got["diff"] == 0.0
-    assert "weights.ckpt" in got["files"]
+    assert "weights.pkl.ckpt" in got["files"]
 
 
 @pytest.mark.framework

@@ -2,7 +2,7 @@
 ms.load_param_into_net.
 
 MindSpore appends '.ckpt' to a file name without it when saving and only loads '*.ckpt' names, so
-literal '.pt'/'.pth' paths are renamed on both sides. load_param_into_net never raises on missing
+literal '.pt'/'.pth' paths are renamed on both sides (other literal names get '.ckpt' appended). load_param_into_net never raises on missing
 or unexpected names (torch's strict load does): the check is emitted inline.
 """
 from __future__ import annotations
@@ -47,7 +47,9 @@ def _renamed(text: str) -> str | None:
     for suffix in _TORCH_SUFFIXES:
         if text.endswith(suffix):
             return text[: -len(suffix)] + ".ckpt"
-    return text + ".ckpt" if "." not in text.rsplit("/", 1)[-1] else None
+    # any other name ('net.pkl'): MindSpore would save 'net.pkl.ckpt' and refuse to load 'net.pkl';
+    # naming it so on both sides keeps what the program saves loadable
+    return text + ".ckpt"
 
 
 def _params_of(node) -> cst.BaseExpression | None:
