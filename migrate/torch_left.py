@@ -144,7 +144,14 @@ def _marked_lines(code: str, markers: Iterable[str]) -> list[tuple[int, str]]:
     if not wanted:
         return []
     lines = code.splitlines()
-    return [(i + 2, wanted[ln.strip()]) for i, ln in enumerate(lines) if ln.strip() in wanted]
+    out = []
+    for i, ln in enumerate(lines):
+        if ln.strip() in wanted:
+            j = i + 1
+            while j < len(lines) and lines[j].lstrip().startswith("#"):   # other markers above it
+                j += 1
+            out.append((j + 1, wanted[ln.strip()]))
+    return out
 
 
 def _without_stop_block(code: str) -> tuple[str, dict[str, str]]:
