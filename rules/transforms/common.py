@@ -54,3 +54,39 @@ def same_value(site):
         args = [a.value for a in site.node.args if a.keyword is None]
         return args[0] if args else cst.SimpleString("'cpu'")
     return site.node
+
+
+def atom(node):
+    from msmigrate.rules.transforms.functional import atom as parenthesised
+    return parenthesised(node)
+
+
+def tensor_equal(site):
+    """torch.equal(a, b) / a.equal(b): ONE bool, True when shapes and values agree. MindSpore's
+    Tensor.equal (and ops.equal) compare element-wise and return a tensor."""
+    x = site.receiver if site.receiver is not None else site.arg("input")
+    y = site.arg("other")
+    if x is None or y is None:
+        raise Unconvertible("equal needs both tensors")
+    x, y = atom(x), atom(y)
+    return site.expr("({x}.shape == {y}.shape and bool({eq}({x}, {y}).all()))",
+                     x=x, y=y, eq="@mindspore.ops.equal")
+
+
+def signbit(site):
+    """ops.signbit(-0.0) is False in MindSpore 2.10 (torch: True): the sign of a zero is read
+    from 1 / x (-inf for -0.0); integers have no negative zero."""
+    x = site.receiver if site.receiver is not None else site.arg("input")
+    if x is None:
+        raise Unconvertible("signbit needs its tensor")
+    x = atom(x)
+    return site.expr("(({x} < 0) | (({x} == 0) & (1 / {x} < 0)))", x=x)
+
+
+def implicit_softmax_dim(site):
+    """nn.Softmax()/LogSoftmax() without dim: torch picks the dim from the input's rank at call
+    time (0 for 0-, 1- and 3-D inputs, else 1, with a deprecation warning); MindSpore's axis is -1."""
+    if not site.has("dim"):
+        site.flag("review", f"{site.qualname}() without dim: torch picks dim 0 for 0/1/3-D inputs and 1 "
+                            "otherwise, MindSpore's axis is -1: pass dim= explicitly")
+    return site.call(site.record.target)
