@@ -130,6 +130,15 @@ class _Names:
         return name
 
 
+def _target_names(target) -> set[str]:
+    """The names a `for` target binds (`net`, `(net, opt)`, `[a, (b, c)]`)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(e.value) for e in target.elements))
+    return set()
+
+
 def _left_as_torch(qualname: str) -> bool:
     """An optimizer class the table pass leaves as torch (no target, no transform)."""
     from msmigrate.mapping import load_table
@@ -371,6 +380,12 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+        # `for net, opt in zip(nets, opts):` one compiled step per optimizer object, built inside
+        # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
+        # is no jit argument)
+        per_object = self._binding_loop(step["optimizer"]) if "optimizer" in step else None
+        if per_object is not None:
+            inputs = [n for n in inputs if n not in _target_names(per_object.target)]
         outputs = self._outputs(slice_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
@@ -387,6 +402,10 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
+        if per_object is not None:
+            cache = self.fresh("train_steps")
+            self.pending.setdefault(id(loop), []).append(self._stmt(f"{cache} = {{}}"))
+            return self._cached_per_object(defs, names["step"], cache, step["optimizer"]) + new_body
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
             defs = self._cached_on_self(defs, names["step"])
@@ -480,6 +499,21 @@ class TrainingLoopPass(cst.CSTTransformer):
             return False
         local = (writes(scope.body) | set(params)) - {"self"}
         return not (captured & local)
+
+    def _binding_loop(self, name: str):
+        """The innermost enclosing `for` whose target binds `name`, if any."""
+        for loop in reversed(self.loops[-1]):
+            if isinstance(loop, cst.For) and name in _target_names(loop.target):
+                return loop
+        return None
+
+    def _cached_per_object(self, defs: list, step: str, cache: str, key: str) -> list:
+        """Build the step once per `key` object (first time the loop meets it), then reuse it."""
+        guard = self._stmt(f"if id({key}) not in {cache}:\n    pass\n")
+        body = [d.with_changes(leading_lines=[]) if i == 0 else d for i, d in enumerate(defs)]
+        body.append(self._stmt(f"{cache}[id({key})] = {step}"))
+        guard = guard.with_changes(body=guard.body.with_changes(body=body))
+        return [guard, self._stmt(f"{step} = {cache}[id({key})]")]
 
     def _cached_on_self(self, defs: list, step: str) -> list:
         """Wrap the definitions in `if not hasattr(self, '_<step>'):` and bind the step."""
