@@ -506,6 +506,13 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
                 continue
             value = result
         ms_name = rec.rename.get(name, name)
+        # `input=` names torch's first tensor, whose MindSpore name varies (x, input_x, logits):
+        # given first, it stays first as a positional argument
+        first_by_keyword = (index == 0 and arg.keyword is not None and arg.keyword.value == "input"
+                            and rec.args and not rec.args[0].startswith("*") and rec.args[0] != "*"
+                            and rec.positional >= 1 and not rec.is_method)
+        if first_by_keyword and not site.unbound:
+            arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
         if still_positional and arg.keyword is None and index < rec.positional:
             positional_names.add(ms_name)
             out.append(arg.with_changes(value=value))

@@ -114,9 +114,10 @@ class ApiTable:
     by_name: dict[str, ApiRecord]
     by_method: dict[str, list[ApiRecord]]
     namespaces: frozenset[str]  # every proper prefix of a record name: modules, classes
+    aliases: dict[str, ApiRecord] = field(default_factory=dict)   # rules/aliases.toml
 
     def lookup(self, qualname: str) -> ApiRecord | None:
-        return self.by_name.get(qualname)
+        return self.by_name.get(qualname) or self.aliases.get(qualname)
 
     def methods(self, name: str) -> list[ApiRecord]:
         return self.by_method.get(name, [])
@@ -138,7 +139,18 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
             by_method.setdefault(rec.method_name, []).append(rec)
         parts = rec.torch.split(".")
         namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
-    return ApiTable(by_name, by_method, frozenset(namespaces))
+    # other import paths of the same APIs (torch.nn.modules.loss.MSELoss): the same record
+    aliases: dict[str, ApiRecord] = {}
+    path = Path(rules_dir).parent / "aliases.toml" if rules_dir else RULES_DIR / "aliases.toml"
+    if path.exists():
+        for alias, name in tomllib.loads(path.read_text()).get("alias", {}).items():
+            if name not in by_name:
+                raise MappingError(f"aliases.toml: {alias} -> {name}, which has no record")
+            if alias not in by_name:
+                aliases[alias] = by_name[name]
+                parts = alias.split(".")
+                namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return ApiTable(by_name, by_method, frozenset(namespaces), aliases)
 
 
 @functools.lru_cache(maxsize=None)

@@ -45,3 +45,24 @@ def test_published_mapping_rows_have_records():
                 continue
             missing.append(api)
     assert missing == []
+
+
+def test_aliases_point_at_records_and_exist_in_torch():
+    """rules/aliases.toml: every alias names a record, and is the same object in torch."""
+    import tomllib
+    from msmigrate.mapping import RULES_DIR
+    aliases = tomllib.loads((RULES_DIR / "aliases.toml").read_text())["alias"]
+    table = load_table()
+    assert all(a not in table.by_name and table.lookup(a) is table.lookup(n) is not None
+               for a, n in aliases.items())
+    pytest.importorskip("torch")
+    import importlib
+    missing = []
+    for alias, name in aliases.items():
+        objs = []
+        for path in (alias, name):
+            module, _, attr = path.rpartition(".")
+            objs.append(getattr(importlib.import_module(module), attr, None))
+        if objs[0] is None or objs[0] is not objs[1]:
+            missing.append(alias)
+    assert not missing, missing
