@@ -5,4 +5,5 @@
 STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.device_type:DeviceTypePass",
                      "msmigrate.rules.layer_attributes:LayerAttributePass",
+                     "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -192,3 +192,21 @@ def test_one_step_per_optimizer_bound_by_the_loop(tmp_path):
     want, got = losses(src), losses(converted)
     assert len(want) == len(got) == 12
     assert all(abs(a - b) <= 1e-4 * abs(a) + 1e-6 for a, b in zip(want, got)), (want, got)
+
+
+@pytest.mark.framework
+def test_learning_rates_logged_with_python_formatting_print_like_torch(tmp_path):
+    """f"{scheduler.get_last_lr()[0]:.6f}", '%.5f' % optimizer.param_groups[0]['lr'] and round(...)
+    raised TypeError on MindSpore's Tensors; converted, the program prints torch's lines."""
+    src = FIXTURES / "programs" / "lr_logging.py"
+    result = convert_source(src.read_text(), src.name)
+    assert result.diagnostics == []
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("lr")])
+    assert len(outs[0]) == 4 and outs[0] == outs[1]

@@ -1,7 +1,6 @@
 """Optimizers and LR schedulers: parameter arguments, torch Adam, OneCycleLR, momentum cycling."""
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 
@@ -52,26 +51,12 @@ def _assignment_code(site, name: str) -> str | None:
     return " ".join(found) or None
 
 
-def _param_groups_usage(site) -> None:
-    """eoptim keeps each group's lr as a Parameter: a read gives a Parameter, not a float."""
-    name = site.assigned_name
-    if name is None:
-        return
-    code = site.rw.module_code
-    if re.search(rf"(?<![\w.]){re.escape(name)}\.param_groups\b", code):
-        site.flag("review", f"{site.qualname}: {name}.param_groups[i]['lr'] is a MindSpore Parameter in "
-                            f"eoptim: read it as float({name}.param_groups[i]['lr']); assigning a Python "
-                            f"float to it still sets the lr")
-
-
 def optimizer(site):
-    _param_groups_usage(site)
     return site.call(site.record.target)
 
 
 def sgd(site):
     """eoptim.SGD has no default lr (torch: 0.001). Not a `pin`: lr is often positional."""
-    _param_groups_usage(site)
     args = site.standard_args()
     if not site.has("lr"):
         args.append(kwarg("lr", cst.Float("0.001")))
@@ -89,7 +74,6 @@ def adam(site):
     """torch Adam == eoptim.AdamW(weight_decay=0.0) (eoptim.Adam scales eps by the bias
     correction). torch's weight_decay in Adam is an L2 term added to the gradient (unless
     decoupled_weight_decay=True, which is AdamW)."""
-    _param_groups_usage(site)
     target = site.record.target
     wd = site.arg("weight_decay")
     decoupled = site.arg("decoupled_weight_decay")
@@ -113,14 +97,6 @@ def adam(site):
     return site.call(target, args)
 
 
-def _last_lr_usage(site) -> None:
-    """get_last_lr() gives Tensors in MindSpore: f"{lr:.4f}" fails on them."""
-    name = site.assigned_name
-    if name and re.search(rf"(?<![\w.]){re.escape(name)}\.get_last_lr\s*\(", site.rw.module_code):
-        site.flag("review", f"{site.qualname}: {name}.get_last_lr() returns MindSpore Tensors: "
-                            f"float({name}.get_last_lr()[0]) where a number is formatted or logged")
-
-
 def int_step(value: cst.BaseExpression, site):
     """MindSpore calls lr_lambda with its float32 Tensor step (torch: an int), which breaks list
     indexing and range(); each function gets int(step) back."""
@@ -136,7 +112,6 @@ def int_step(value: cst.BaseExpression, site):
 
 
 def scheduler(site):
-    _last_lr_usage(site)
     return site.call(site.record.target)
 
 
@@ -146,7 +121,6 @@ def cyclic_lr(site):
         cycle = site.literal("cycle_momentum", True)
     except ValueError:
         cycle = True
-    _last_lr_usage(site)
     if cycle is not False:
         site.flag("review", f"{site.qualname}: torch also cycles the optimizer's momentum "
                             f"(cycle_momentum=True by default); MindSpore's CyclicLR keeps it constant")
@@ -207,7 +181,6 @@ def one_cycle_lr(site):
         three=site.arg("three_phase", cst.Name("False")),
         cos=site.ref("math.cos"), pi=site.ref("math.pi"),
     )
-    _last_lr_usage(site)
     target = site.assigned_name
     name = f"{target.rsplit('.', 1)[-1]}_factor" if target else "one_cycle_factor"
     fdef = site.stmt(_ONE_CYCLE_DEF.strip("\n").replace("{name}", name), **nodes)
