@@ -167,17 +167,26 @@ def _codes(values) -> list[str]:
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule.")
 @click.option("--strict/--no-strict", default=None,
               help="The project compiles with fullgraph=True (STRICT); default from pyproject.")
+@click.option("--ported/--native", default=None,
+              help="Treat every file as ported from PyTorch (the MSG7xx migration traps apply) or as native "
+                   "MindSpore (they do not); default from pyproject's `ported`, else per file: converted "
+                   "output (# msmigrate: notes) and files importing torch count as ported.")
 @click.option("-j", "--jobs", type=int, default=1, show_default=True, help="Parallel worker processes (0 = all CPUs).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
               help="pyproject.toml to read [tool.msmigrate.lint] from (default: found from the first path).")
 def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_zero, statistics, strict,
-         jobs, no_cache, config_path):
+         ported, jobs, no_cache, config_path):
     """Find code MindSpore will fail to compile, compile into wrong results, or run slowly.
 
     Analyses Cell.construct, @jit functions and everything they call. Prints
     `path:line:col: CODE [*] message` ([*]: a fix exists). Exit status: 0 clean,
     1 findings, 2 errors (unreadable files, syntax errors, bad configuration).
+
+    Native MindSpore code gets the graph-mode rules (MSG1-MSG5, MSG8); the torch-to-MindSpore
+    migration traps (MSG7xx: Conv2d pad_mode, GELU, LayerNorm epsilon, ...) run on files
+    ported from PyTorch: msmigrate's converted output, files that import torch, or as set by
+    --ported / `ported` in [tool.msmigrate.lint]. `--extend-select MSG7` runs them everywhere.
     """
     import os
 
@@ -188,7 +197,8 @@ def lint(paths, fmt, select, extend_select, ignore, fix, unsafe_fixes, diff, exi
 
     pyproject = config_path or find_pyproject(paths[0] if paths[0].exists() else Path.cwd())
     try:
-        config = load_config(pyproject).merged(_codes(select), _codes(ignore), _codes(extend_select), strict)
+        config = load_config(pyproject).merged(_codes(select), _codes(ignore), _codes(extend_select), strict,
+                                               ported)
     except (ValueError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -292,12 +302,13 @@ def rules_cmd(fmt):
     if fmt == "json":
         click.echo(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity,
                                 "category": CATEGORIES.get(r.code[3], ""), "fix": r.fix_safety,
-                                "default": r.default, "summary": r.doc_sections()["summary"]} for r in rules],
+                                "default": r.default, "origin": r.origin, "summary": r.doc_sections()["summary"]} for r in rules],
                               indent=2))
         return
     for r in rules:
         fixmark = {"safe": "[*]", "unsafe": "[u]"}.get(r.fix_safety or "", "   ")
         off = "" if r.default else "  (opt-in)"
+        off += "  (ported code)" if r.origin == "ported" else ""
         click.echo(f"{r.code}  {fixmark}  {r.severity:<7}  {r.name:<32} {r.doc_sections()['summary']}{off}")
 
 

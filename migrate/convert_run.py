@@ -207,10 +207,11 @@ def _class_sources(job: Job) -> dict[str, str]:
 
 
 def _lint(code: str, shown: str) -> list[dict]:
-    from msmigrate.lint import lint_source
+    from msmigrate.lint import LintConfig, lint_source
 
     try:
-        return [f.to_dict() for f in lint_source(code, shown)]
+        # converted code is ported code: the migration traps (MSG7xx) apply
+        return [f.to_dict() for f in lint_source(code, shown, LintConfig(ported=True))]
     except SyntaxError:
         return []
 

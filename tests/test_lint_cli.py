@@ -56,8 +56,13 @@ def run(args, cwd):
         os.chdir(old)
 
 
+PORTED = LintConfig(ported=True)
+
+
 @pytest.fixture
 def project(tmp_path):
+    # bad.py stands for code ported from torch by hand (the migration traps, MSG7xx, apply)
+    (tmp_path / "pyproject.toml").write_text('[tool.msmigrate.lint]\nported = ["bad.py"]\n')
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "clean.py").write_text(CLEAN)
     (tmp_path / "plain.py").write_text("print('no graph code here')\n")
@@ -92,9 +97,9 @@ def test_select_ignore_and_noqa(project):
     assert r.exit_code == 2
     code = BAD.replace("nn.Dropout(0.1)", "nn.Dropout(0.1)  # noqa: MSG701").replace(
         "try:", "try:  # noqa")
-    found = {d.code for d in lint_source(code, "x.py")}
+    found = {d.code for d in lint_source(code, "x.py", PORTED)}
     assert found == {"MSG111", "MSG401"}
-    assert {d.code for d in lint_source(BAD.replace("(0.1)", "(0.1)  # noqa: MSG1"), "x.py")} >= {"MSG701"}
+    assert {d.code for d in lint_source(BAD.replace("(0.1)", "(0.1)  # noqa: MSG1"), "x.py", PORTED)} >= {"MSG701"}
 
 
 def test_info_rules_are_opt_in():
@@ -408,3 +413,81 @@ def test_fix_loop_rejects_a_fix_that_breaks_syntax(monkeypatch):
     runner = _fake_rule(monkeypatch, lambda text: (0, 0, "def (:\n"))
     out = runner.fix_until_stable("pass\n", runner.lint_source("pass\n"), "f.py", LintConfig())
     assert out.text == "pass\n" and out.broken == ("MSG999",) and out.fixed == 0
+
+
+NATIVE_CELL = textwrap.dedent("""\
+    import mindspore as ms
+    from mindspore import nn
+
+    class Block(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.act = nn.GELU()
+
+        def construct(self, x):
+            for k in range(2):
+                x = x + k
+            else:
+                x = x * 2
+            return self.act(self.conv(x))
+    """)
+
+
+def _codes_of(code, path="m.py", config=None):
+    return sorted({d.code for d in lint_source(code, path, config)})
+
+
+def test_migration_traps_only_in_ported_code():
+    # native MindSpore code: pad_mode='same' and the tanh GELU are deliberate; MSG1xx still reported
+    assert _codes_of(NATIVE_CELL) == ["MSG111"]
+    assert _codes_of(NATIVE_CELL, config=LintConfig(select=("ALL",))) == ["MSG111"]
+    # signs of a port: a torch import next to the MindSpore code, msmigrate's notes and names
+    for sign in ("import torch\n", "from torchvision import transforms\n", "    import torch.nn as tnn\n"[4:],
+                 "# msmigrate: MSC101 torch.nn.Embedding: padding_idx= ...\n",
+                 "def msmigrate_train_step_0(x):\n    return x\n"):
+        assert _codes_of(sign + NATIVE_CELL) == ["MSG111", "MSG702", "MSG704"], sign
+    # not signs: a package merely named like torch, or torch in a comment or string
+    for text in ("import torch_npu\n", "# same as torch.nn.Conv2d\n", "DOC = 'import torch'\n"):
+        assert _codes_of(text + NATIVE_CELL) == ["MSG111"], text
+    # settings override the detection both ways; selecting the band or a code runs them anyway
+    assert _codes_of(NATIVE_CELL, config=LintConfig(ported=True)) == ["MSG111", "MSG702", "MSG704"]
+    assert _codes_of("import torch\n" + NATIVE_CELL, config=LintConfig(ported=False)) == ["MSG111"]
+    assert _codes_of(NATIVE_CELL, config=LintConfig(extend_select=("MSG7",))) == ["MSG111", "MSG702", "MSG704"]
+    assert _codes_of(NATIVE_CELL, config=LintConfig(select=("MSG704",))) == ["MSG704"]
+    assert _codes_of(NATIVE_CELL, "legacy/block.py", LintConfig(ported=("legacy/*",))) == \
+        ["MSG111", "MSG702", "MSG704"]
+    assert _codes_of(NATIVE_CELL, "models/block.py", LintConfig(ported=("legacy/*",))) == ["MSG111"]
+
+
+def test_ported_setting_and_flags(tmp_path):
+    (tmp_path / "native.py").write_text(NATIVE_CELL)
+    (tmp_path / "ported.py").write_text("import torch\n" + NATIVE_CELL)
+
+    def codes(*args):
+        r = run(["--no-cache", *args, "native.py", "ported.py"], tmp_path)
+        return sorted({(ln.split(":")[0], ln.split()[1]) for ln in r.output.splitlines() if ".py:" in ln})
+
+    both = [("native.py", "MSG111"), ("ported.py", "MSG111"), ("ported.py", "MSG702"),
+            ("ported.py", "MSG704")]
+    assert codes() == both
+    assert codes("--native") == [("native.py", "MSG111"), ("ported.py", "MSG111")]
+    assert ("native.py", "MSG702") in codes("--ported")
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\nported = true\n")
+    assert ("native.py", "MSG704") in codes()
+    assert codes("--native") == [("native.py", "MSG111"), ("ported.py", "MSG111")]
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\nported = [\"nat*.py\"]\n")
+    assert ("native.py", "MSG704") in codes() and ("ported.py", "MSG704") in codes()
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\nported = false\n")
+    assert codes() == [("native.py", "MSG111"), ("ported.py", "MSG111")]
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\nported = 3\n")
+    r = run(["--no-cache", "native.py"], tmp_path)
+    assert r.exit_code == 2 and "ported must be" in r.output
+    # the result cache is keyed by the setting: switching it re-lints
+    (tmp_path / "pyproject.toml").write_text("[tool.msmigrate.lint]\n")
+    run(["native.py"], tmp_path)
+    r = run(["--ported", "native.py"], tmp_path)
+    assert "MSG702" in r.output
+    r = runner_rules = CliRunner().invoke(cli, ["rules"])
+    assert "(ported code)" in [ln for ln in r.output.splitlines() if ln.startswith("MSG702")][0]
+    assert "(ported code)" not in [ln for ln in runner_rules.output.splitlines() if ln.startswith("MSG101")][0]

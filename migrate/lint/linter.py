@@ -53,7 +53,8 @@ def lint_source(code: str, path: str = "<string>", config: LintConfig | None = N
     if not might_compile(code):
         return []
     tree = ast.parse(code, filename=path)
-    rules = [r for r in all_rules() if config.enabled(r, path)]
+    ported = config.is_ported(path, code)
+    rules = [r for r in all_rules() if config.enabled(r, path, ported)]
     if not rules:
         return []
     model = FileModel(tree, strict=config.strict, external=external)

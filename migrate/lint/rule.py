@@ -40,6 +40,9 @@ class Rule:
     mode: str = "graph"
     # info rules are opt-in (`--select MSG6`); the rest run by default
     default: bool = True
+    # "ported": only in files ported from torch (LintConfig.is_ported) unless selected by band or
+    # code; "any": every file
+    origin: str = "any"
     # "safe", "unsafe" or None: applicability of this rule's fixes
     fix_safety: str | None = None
     VALID: list[str] = []
@@ -67,6 +70,10 @@ class Rule:
         head = f"{cls.code} {cls.name} ({cls.severity}; {CATEGORIES.get(cls.code[3:4], '')})"
         fix = {"safe": "safe fix available", "unsafe": "unsafe fix available (--unsafe-fixes)"}.get(
             cls.fix_safety or "", "no automatic fix")
+        if cls.origin == "ported":
+            fix += ("\nRuns on code ported from PyTorch: msmigrate's converted output, files importing torch,\n"
+                    "files matched by `ported` in [tool.msmigrate.lint]; in native MindSpore files only\n"
+                    "when selected by band or code (--extend-select MSG7, MSG7xx).")
         return f"{head}\n{'=' * len(head)}\n{fix}\n\n{inspect.cleandoc(cls.__doc__ or '')}\n"
 
 

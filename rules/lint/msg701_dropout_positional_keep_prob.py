@@ -38,6 +38,7 @@ class DropoutPositionalKeepProb(Rule):
     written with torch's meaning and wrong if `v` really was a keep probability.
     """
     code = "MSG701"
+    origin = "ported"
     name = "dropout-positional-keep-prob"
     severity = "error"
     claim = "differs-from-torch"

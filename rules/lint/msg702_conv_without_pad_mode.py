@@ -32,6 +32,7 @@ class ConvWithoutPadMode(Rule):
     changes the output shape of code that relied on 'same'.
     """
     code = "MSG702"
+    origin = "ported"
     name = "conv-without-pad-mode"
     severity = "warning"
     claim = "differs-from-torch"

@@ -31,6 +31,7 @@ class BatchNormTorchMomentum(Rule):
     was intended with MindSpore's meaning.
     """
     code = "MSG703"
+    origin = "ported"
     name = "batchnorm-torch-momentum"
     severity = "error"
     claim = "differs-from-torch"

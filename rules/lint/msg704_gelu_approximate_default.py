@@ -28,6 +28,7 @@ class GeluApproximateDefault(Rule):
     approximation.
     """
     code = "MSG704"
+    origin = "ported"
     name = "gelu-approximate-default"
     severity = "warning"
     claim = "differs-from-torch"

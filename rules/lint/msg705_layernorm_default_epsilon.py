@@ -28,6 +28,7 @@ class LayerNormDefaultEpsilon(Rule):
     for MindSpore's default.
     """
     code = "MSG705"
+    origin = "ported"
     name = "layernorm-default-epsilon"
     severity = "warning"
     claim = "differs-from-torch"

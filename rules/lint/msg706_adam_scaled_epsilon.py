@@ -29,6 +29,7 @@ class AdamScaledEpsilon(Rule):
     No automatic fix: the replacement has a different call convention.
     """
     code = "MSG706"
+    origin = "ported"
     name = "adam-scaled-epsilon"
     severity = "warning"
     claim = "differs-from-torch"

@@ -30,6 +30,7 @@ class LoadParamResultIgnored(Rule):
     No automatic fix.
     """
     code = "MSG707"
+    origin = "ported"
     name = "load-param-result-ignored"
     severity = "warning"
     claim = "differs-from-torch"
