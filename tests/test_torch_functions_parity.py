@@ -176,6 +176,7 @@ CASES: dict[str, list] = {
     "torch.any": ["torch.any(mask)", "torch.any(mask, dim=1)"],
     "torch.amax": ["torch.amax(a, 1)", "torch.amax(b3, dim=(0, 2), keepdim=True)"],
     "torch.amin": ["torch.amin(a, dim=0)"],
+    "torch.aminmax": ["torch.aminmax(a)", "torch.aminmax(a, dim=1, keepdim=True)"],
     "torch.argmax": ["torch.argmax(a)", "torch.argmax(a, dim=1)", "torch.argmax(a, 1, keepdim=True)"],
     "torch.argmin": ["torch.argmin(a, 1)", "torch.argmin(a, dim=0, keepdim=True)"],
     "torch.count_nonzero": ["torch.count_nonzero(ia - 5)", "torch.count_nonzero(ia - 5, dim=1)"],

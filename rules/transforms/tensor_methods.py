@@ -438,7 +438,7 @@ def unique(site):
     if site.has("dim") or site.has("return_inverse") and _literal(site, "return_inverse") is not False:
         raise Unconvertible("unique(dim=/return_inverse=) is not converted")
     counts = site.arg("return_counts")
-    base = site.expr("{r}.reshape(-1).sort()[0]", r=site.receiver)
+    base = site.expr("{s}({r}.reshape(-1))[0]", s="@mindspore.ops.sort", r=site.receiver)
     if counts is None or _literal(site, "return_counts") is False:
         return site.expr("{b}.unique_consecutive()", b=base)
     return site.expr("{b}.unique_consecutive(return_counts={c})", b=base, c=counts)
@@ -832,10 +832,34 @@ def expand(site):
     return site.expr("{r}.broadcast_to({s})", r=site.receiver, s=shape)
 
 
+def _as_function(site, name: str) -> cst.BaseExpression:
+    """`x.f(args)` converted as the torch function `name(x, args)` (its record: the function's
+    MindSpore form, results cast like torch's)."""
+    rec = site.rw.table.lookup(name)
+    receiver = cst.Arg(site.receiver, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args = [receiver, *site.node.args] if site.node.args else [receiver.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    call = site.node.with_changes(func=cst.Name(name.rsplit(".", 1)[1]), args=args)
+    return site.rw._apply(rec, name, call, None)
+
+
+@torch_method
+def as_function(site):
+    """Methods whose MindSpore method differs (int32 indices, another default) while the ops.*
+    function of the torch function's record computes torch's result: x.sort(1) ->
+    torch.sort(x, 1)'s conversion."""
+    if site.record.method_name == "sort" and _is_statement(site) and not site.node.args:
+        return site.node   # `names.sort()`: a list sorted in place (a tensor's sort returns its result)
+    if site.record.method_name in ("sort", "topk", "cummin"):
+        _flag_result_fields(site)
+    return _as_function(site, "torch." + site.record.method_name)
+
+
 @torch_method
 def arg_reduce(site):
     """argmax()/argmin() over all elements: ops.argmax(x) (the method reduces the last axis
-    under @ms.jit)."""
+    under @ms.jit). argmin's indices are int32 in MindSpore: converted as torch.argmin (cast)."""
+    if site.record.method_name == "argmin":
+        return _as_function(site, "torch.argmin")
     if not site.has("dim") or _literal(site, "dim") is None:
         if site.has("keepdim") and _literal(site, "keepdim") is not False:
             raise Unconvertible(f"{site.record.method_name}(keepdim=True) without dim")

@@ -95,6 +95,26 @@ def int64_result(site):
 
 
 @_calls()
+def int64_indices(site):
+    """(values, indices) results (sort, topk, cummin): MindSpore's indices are int32 where
+    torch's are int64; the pair is unpacked into a lambda that casts the indices."""
+    return site.expr("(lambda values, indices: (values, indices.astype({i})))(*{c})",
+                     i="@mindspore.int64", c=site.call(site.record.target))
+
+
+@_calls("input")
+def aminmax(site):
+    """torch.aminmax(x) reduces every element to one (min, max) pair; ops.aminmax reduces axis 0
+    when no axis is given: the input is flattened first."""
+    _no_out(site)
+    if site.arg("dim") is None or _is_none(site.arg("dim")):
+        if site.has("keepdim") and site.code(site.arg("keepdim")) != "False":
+            raise Unconvertible("aminmax(keepdim=True) without dim")
+        return site.call(site.record.target, [cst.Arg(site.expr("{x}.reshape(-1)", x=site.arg("input")))])
+    return site.call(site.record.target)
+
+
+@_calls()
 def cast_result(site):
     """A torch `dtype=` MindSpore's function lacks: cast the result."""
     dtype = site.arg("dtype")
