@@ -1027,14 +1027,26 @@ class Rewriter(cst.CSTTransformer):
             candidates = [c for c in candidates if not c.torch.startswith("torch.Tensor.")]
             if not candidates:
                 return None
-        if len(candidates) == 1:
-            return candidates[0]
         inst = self.instances.get(dotted(receiver) or "")
         if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
             inst = self.call_records.get(id(receiver), (None,))[0]
+        if inst is not None:   # a method of the receiver's own class (or of a class converted alike)
+            own = [c for c in candidates if self._same_class(c.torch.rpartition(".")[0], inst)]
+            if own:
+                return own[0]
+        candidates = [c for c in candidates if not c.class_bound]   # not known to be that object
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
         is_cell = inst is not None and creates_cell(inst)
         prefix = "torch.nn.Module." if is_cell else "torch.Tensor."
         return next((c for c in candidates if c.torch.startswith(prefix)), candidates[0])
+
+    def _same_class(self, cls: str, inst: ApiRecord) -> bool:
+        rec = self.table.lookup(cls)
+        return rec is not None and (rec is inst or (rec.transform == inst.transform and rec.target == inst.target
+                                                    and bool(rec.transform or rec.target)))
 
     def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver):
         site = Site(self, rec, q, updated, receiver)

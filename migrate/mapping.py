@@ -45,7 +45,10 @@ RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
                    "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
                    "torch.utils.data.distributed.DistributedSampler.",
-                   "torch.nn.parallel.DistributedDataParallel.")
+                   "torch.nn.parallel.DistributedDataParallel.") + ("torch.amp.GradScaler.",)
+# methods of these classes apply only where the receiver is known to be one of their objects
+# (`scaler = GradScaler(...)`; `scaler.state_dict()`): their names are too common to guess
+CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.",)
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
@@ -79,6 +82,10 @@ class ApiRecord:
     @property
     def is_method(self) -> bool:
         return self.torch.startswith(METHOD_PREFIXES)
+
+    @property
+    def class_bound(self) -> bool:
+        return self.torch.startswith(CLASS_BOUND_PREFIXES)
 
     @property
     def method_name(self) -> str:

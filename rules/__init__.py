@@ -6,4 +6,5 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.device_type:DeviceTypePass",
                      "msmigrate.rules.layer_attributes:LayerAttributePass",
                      "msmigrate.rules.python_values:PythonValuesPass",
+                     "msmigrate.rules.format_values:FormatValuesPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -1,7 +1,10 @@
-"""`.type` of a device made on the spot: `torch.device('cuda:0').type`,
-`torch.accelerator.current_accelerator().type`. Converted device values are strings (see
-transforms/device.py), which have no `.type`; this pass (on torch names, before the table pass)
-replaces such reads by the type string itself, which the table pass then leaves alone or converts."""
+"""`.type` of a device: made on the spot (`torch.device('cuda:0').type`,
+`torch.accelerator.current_accelerator().type`) or read from a name the file binds only to
+`torch.device(...)` calls (`device = torch.device(...)` ... `if device.type == 'cuda'`, also
+`self.device`, and parameters of that name, which receive it). Converted device values are
+strings (see transforms/device.py), which have no `.type`; this pass (on torch names, before the
+table pass) replaces such reads by the type string itself (`str(device).split(':')[0]`), which the
+table pass then leaves alone or converts."""
 from __future__ import annotations
 
 import libcst as cst
@@ -10,16 +13,20 @@ from msmigrate.names import dotted
 
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
+NAMED_DEVICE = "<a name bound to torch.device>"
 
 
 class DeviceTypePass(cst.CSTTransformer):
     @staticmethod
     def applies(source: str) -> bool:
-        return ").type" in source
+        return ").type" in source or ("device" in source and ".type" in source)
 
     def __init__(self, ctx) -> None:
         super().__init__()
         self.imports = dict(ctx.names.imports)
+        bindings = _Bindings(self)
+        ctx.module.visit(bindings)
+        self.device_names = bindings.devices - bindings.others
         # only the nodes on the way to a rewritten `.type` are visited (libcst rebuilds every
         # visited node, and a rebuilt statement loses its original position)
         scan = _Prescan(self)
@@ -36,6 +43,9 @@ class DeviceTypePass(cst.CSTTransformer):
 
     def _target(self, node) -> str | None:
         """The API whose result's `.type` `node` reads, when this pass rewrites it."""
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" \
+                and isinstance(node.value, (cst.Name, cst.Attribute)) and dotted(node.value) in self.device_names:
+            return NAMED_DEVICE
         if not (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)):
             return None
         q = self._resolve(node.value.func)
@@ -52,6 +62,8 @@ class DeviceTypePass(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         q = self._target(original)
         call = updated.value
+        if q == NAMED_DEVICE:   # a converted device is its torch string: 'cuda:0' -> 'cuda'
+            return cst.parse_expression(f"str({cst.Module([]).code_for_node(call)}).split(':')[0]")
         if q == CURRENT_ACCELERATOR:   # converts to the type string (None on CPU, as torch)
             return call
         if q != DEVICE:
@@ -81,3 +93,40 @@ class _Prescan(cst.CSTVisitor):
 
     def on_leave(self, node) -> None:
         self.stack.pop()
+
+
+class _Bindings(cst.CSTVisitor):
+    """Names (dotted: `device`, `self.device`) assigned torch.device(...) calls, and names bound
+    to anything else (assignments, loop and with targets), which are not taken for devices."""
+
+    def __init__(self, owner: DeviceTypePass) -> None:
+        super().__init__()
+        self.owner = owner
+        self.devices: set[str] = set()
+        self.others: set[str] = set()
+
+    def _bind(self, target, value) -> None:
+        name = dotted(target)
+        if name is None:
+            for element in getattr(target, "elements", ()):   # a, b = ...: not devices
+                self._bind(element.value, None)
+            return
+        is_device = isinstance(value, cst.Call) and self.owner._resolve(value.func) == DEVICE
+        (self.devices if is_device else self.others).add(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)

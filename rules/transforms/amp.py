@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import kwarg
+from msmigrate.engine import Unconvertible, kwarg
 
 
 def grad_scaler(site):
@@ -39,3 +39,37 @@ def autocast_region(site):
     property of the network (auto_mixed_precision), so the `with` goes and the line is flagged."""
     site.flag("review", site.record.note)
     return site.REMOVED
+
+
+def _scaler(site):
+    if site.receiver is None:
+        raise Unconvertible("a GradScaler method called without its object")
+    return site.receiver
+
+
+def scaler_state_dict(site):
+    """scaler.state_dict() -> the dict torch's GradScaler returns, read from the
+    DynamicLossScaler: scale (scale_value), growth/backoff factors (scale_factor, 1/it),
+    growth_interval (scale_window), _growth_tracker (counter). Plain Python numbers, as torch's."""
+    return site.expr("{'scale': float({s}.scale_value), 'growth_factor': float({s}.scale_factor), "
+                     "'backoff_factor': 1.0 / {s}.scale_factor, 'growth_interval': int({s}.scale_window), "
+                     "'_growth_tracker': int({s}.counter)}", s=_scaler(site))
+
+
+def scaler_load_state_dict(site):
+    """scaler.load_state_dict(sd) -> the scale and growth tracker written into the scaler's
+    Parameters, factor and window set (the keys torch's state_dict has)."""
+    sd = site.arg("state_dict")
+    if sd is None:
+        raise Unconvertible("load_state_dict without its state dict")
+    return site.expr("({s}.scale_value.set_data({T}({d}['scale'], {f32})), "
+                     "{s}.counter.set_data({T}({d}['_growth_tracker'], {i32})), "
+                     "setattr({s}, 'scale_factor', {d}['growth_factor']), "
+                     "setattr({s}, 'scale_window', {d}['growth_interval']))",
+                     s=_scaler(site), d=sd, T="@mindspore.Tensor", f32="@mindspore.float32",
+                     i32="@mindspore.int32")
+
+
+def scaler_get_scale(site):
+    """scaler.get_scale() -> the current scale as a Python float (as torch's)."""
+    return site.expr("float({s}.scale_value)", s=_scaler(site))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.names import dotted
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
           cst.SimpleString, cst.Tuple, cst.List)
@@ -398,10 +399,31 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
                             f"valid content")
         return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(site.ref(dtype))])
+    if values[0] is None and len(items) == 1 and isinstance(data, cst.Call) and dotted(data.func) == "len":
+        # torch.LongTensor(len(words)): a size
+        site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
+                            f"valid content")
+        return site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(data)])), cst.Arg(site.ref(dtype))])
+    if values[0] is None and len(items) == 1 and _is_plain_reference(data):
+        # torch.LongTensor(n): a size when n is an int, data otherwise; which one is read at run time
+        site.flag("review", f"{site.qualname}({site.code(data)}): an int is a size (torch leaves the memory "
+                            f"uninitialised; zeros are one valid content), anything else data")
+        return cst.IfExp(
+            test=site.expr("isinstance({x}, int)", x=data),
+            body=site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(data)])), cst.Arg(site.ref(dtype))]),
+            orelse=site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))]),
+            lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     if values[0] is None:
         site.flag("review", f"{site.qualname}({site.code(data)}): taken for data; an int here would be a size "
                             f"(an uninitialised tensor)")
     return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
+
+
+def _is_plain_reference(node) -> bool:
+    """A name or attribute chain (`n`, `args.size`): reading it twice reads the same value."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 @_calls("input")

@@ -1,0 +1,55 @@
+"""Values whose type changes in the conversion, read back by the program (issue 11 item 10):
+`device.type` on a converted device (a string), `torch.LongTensor(n)` with an int size in a name,
+numbers formatted with a spec (`'{:+.2f}'.format(tensor)`, f"{loss:.4f}"), the loss scaler's
+state_dict / load_state_dict / get_scale. Converted, the program runs and prints torch's lines."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+from msmigrate import convert_source
+
+NUMBER = re.compile(r"[-+]?\d+\.\d+(?:e[-+]?\d+)?|[-+]?\d+")
+
+
+def _same_line(a: str, b: str) -> bool:
+    """Equal text around the numbers, numbers equal to the last printed digit (float32 ties may
+    round either way: 0.43375 prints 0.4337 from torch's float, 0.4338 from MindSpore's)."""
+    if NUMBER.sub("#", a) != NUMBER.sub("#", b):
+        return False
+    for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)):
+        digits = len(x.split(".")[1]) if "." in x and "e" not in x else 0
+        if abs(float(x) - float(y)) > 1.01 * 10 ** -digits * (1 if digits else 0) + 1e-9 * abs(float(x)):
+            return False
+    return True
+
+
+@pytest.mark.framework
+def test_values_that_change_type_are_read_like_torch(tmp_path):
+    src = FIXTURES / "programs" / "values_change_type.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "MSC108" not in {d.code for d in result.diagnostics}
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    want, got = outs
+    assert len(want) == 9 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+def test_line_comparison_is_strict():
+    assert _same_line("loss 0.4337 scale 1024.0", "loss 0.4338 scale 1024.0")
+    assert not _same_line("loss 0.4337", "loss 0.4357")
+    assert not _same_line("device cpu", "device CPU")
+    assert not _same_line("correct   2", "correct   3")
