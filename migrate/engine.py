@@ -153,11 +153,12 @@ def _focus(ctx: FileContext, source_map: SourceMap, table: ApiTable) -> Focus:
     words |= {b for scope in names.scopes.values() for b, q in scope.items() if is_source(q)}
     words |= names.classes
     words |= {part for key in ctx.project for part in key.split(".")}
-    focus = Focus(ctx.source, source_map, words, table.by_method)
+    methods = {**table.passthrough, **table.by_method}   # every method name with a record
+    focus = Focus(ctx.source, source_map, words, methods)
     assigned = {n for first, last, targets in names.call_assignments
                 if focus.hits_between(first, last) for n in targets}
     if assigned - words:
-        focus = Focus(ctx.source, source_map, words | assigned, table.by_method)
+        focus = Focus(ctx.source, source_map, words | assigned, methods)
     return focus
 
 

@@ -44,3 +44,11 @@ def test_coverage_page_and_readme_are_up_to_date(cases):
         "docs/api-coverage.md is stale: `python tests/api_suite/suite.py --write`"
     line = suite.totals_line(suite.totals(suite.api_statuses(cases), cases))
     assert line in (suite.ROOT / "README.md").read_text(), f"README should state: {line}"
+
+
+def test_passthrough_list_is_up_to_date(cases):
+    """rules/tensor_passthrough.toml's `verified` methods are those the run verified."""
+    import tomllib
+    listed = tomllib.loads(suite.PASSTHROUGH.read_text())["verified"]
+    assert listed == suite.passthrough_verified(cases), \
+        "rules/tensor_passthrough.toml is stale: `python tests/api_suite/suite.py --write`"

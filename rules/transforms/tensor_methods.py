@@ -842,6 +842,11 @@ def _as_function(site, name: str) -> cst.BaseExpression:
     return site.rw._apply(rec, name, call, None)
 
 
+def keep(site):
+    """A method kept as it is (its record only marks it: rules/tensor_passthrough.toml)."""
+    return site.node
+
+
 @torch_method
 def as_function(site):
     """Methods whose MindSpore method differs (int32 indices, another default) while the ops.*
