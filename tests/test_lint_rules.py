@@ -225,3 +225,46 @@ def test_msg504_scope(decorator, setup, body, flagged):
     code = MSG504_LOOP.format(decorator=decorator, setup=setup, body=body)
     found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG504"]
     assert bool(found) == flagged, code
+
+
+MSG114_FN = """
+import mindspore as ms
+from mindspore import ops
+
+@ms.jit
+def f(x, ys, out_inds):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, flagged", [
+    # measured in MindSpore 2.10 (see MSG114's docs): empty list grown under a tensor `if`
+    ("    out = []\n    if x.sum() > 0:\n        out.append(x)\n    return ops.stack(out)", True),
+    ("    out = []\n    if x.sum() > 0:\n        out.append(x)\n    return x * 2", False),    # unused: compiles
+    ("    out = []\n    for i in range(3):\n        if x[i] > 0:\n            out.append(x[i])\n"
+     "    return tuple(out)", True),
+    ("    out = []\n    for i in range(3):\n        if x[i] > 0:\n            out.append(x[i])\n"
+     "    s = x * 0\n    for i in range(3):\n        s = s + len(out)\n    return s", True),
+    ("    out = []\n    for i in range(3):\n        if x[i] > 0:\n            out.append(x[i])\n"
+     "        x = x + len(out)\n    return x", True),                                     # read in the loop
+    ("    out = [x]\n    if x.sum() > 0:\n        out.append(x)\n    return out[0] * len(out)", False),
+    ("    out = [x]\n    if x.sum() > 0:\n        out.append(x)\n    return ops.addn(out)", True),  # wrong sum
+    ("    out = [x]\n    if x.sum() > 0:\n        out.append(x)\n    return sum(out)", True),
+    ("    out = [x]\n    if x.sum() > 0:\n        out.append(x)\n    return out", True),
+    ("    out = []\n    n = x.sum()\n    while n > 0:\n        out.append(x)\n        n = n - 5\n"
+     "    return len(out)", False),                                                      # while: len works
+    ("    out = []\n    if x.sum() > 0:\n        out.append(x)\n    else:\n        out.append(-x)\n"
+     "    return ops.stack(out)", False),                                                # balanced
+    ("    out = []\n    if x.sum() > 0:\n        out.append(x)\n        out.append(x)\n    else:\n"
+     "        out.append(-x)\n    return ops.stack(out)", True),                         # unbalanced
+    ("    out = []\n    for i in range(3):\n        if i in out_inds:\n            out.append(x)\n"
+     "    return ops.stack(out)", False),                                                # tuple argument
+    ("    out = [x]\n    if ys:\n        out.append(ys[0])\n    return ops.stack(out)", False),
+    ("    out = []\n    if x.sum() > 0:\n        out.append(x)\n    out = [x]\n    return ops.stack(out)", False),
+    ("    out = []\n    for i in range(3):\n        if i > 0:\n            out.append(x)\n"
+     "    return ops.stack(out)", False),                                                # Python condition
+])
+def test_msg114_scope(body, flagged):
+    code = MSG114_FN.format(body=body)
+    found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG114"]
+    assert bool(found) == flagged, code
