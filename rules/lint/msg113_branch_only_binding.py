@@ -67,7 +67,15 @@ class BranchOnlyBinding(Rule):
         fn = ctx.functions[-1] if ctx.functions else ctx.graph.node
         before = set(a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs)
         first_use = {}
-        for n in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Name)), key=lambda n: (n.lineno, n.col_offset)):
+        # names bound by a comprehension are local to it (`[v[i] for i in ...]` after the `if`
+        # reads its own `i`, not the branch's)
+        scoped = set()
+        for comp in ast.walk(fn):
+            if isinstance(comp, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                bound = {t.id for gen in comp.generators for t in ast.walk(gen.target) if isinstance(t, ast.Name)}
+                scoped.update(id(n) for n in ast.walk(comp) if isinstance(n, ast.Name) and n.id in bound)
+        for n in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Name) and id(n) not in scoped),
+                        key=lambda n: (n.lineno, n.col_offset)):
             if n.lineno < node.lineno and isinstance(n.ctx, ast.Store):
                 before.add(n.id)
             elif n.lineno > node.end_lineno:
@@ -92,6 +100,21 @@ class BranchOnlyBinding(Rule):
         return bool(names) and all(n in allowed for n in names)
 
     VALID = [
+        # the comprehension's `i` is its own, not the loop variable bound in one branch
+        """
+import mindspore as ms
+from mindspore import ops
+
+@ms.jit
+def f(x, reverse=False):
+    if not reverse:
+        y = x * 2
+    else:
+        y = x
+        for i in range(2):
+            y = y + i
+    return ops.stack([y[i] for i in range(2)])
+""",
         """
 import mindspore as ms
 
