@@ -752,6 +752,32 @@ class Rewriter(cst.CSTTransformer):
         body = _drop_superseded(list(updated.body), self.implicit)
         return updated if len(body) == len(updated.body) else updated.with_changes(body=body)
 
+    def leave_If(self, original, updated):
+        """`if torch.cuda.is_available(): x = x.cuda()` emptied by the conversion to `pass`: the
+        test only queries (names, torch attributes and calls) and the block does nothing, so the
+        statement goes: a device query left in a compiled step does not compile."""
+        if updated.orelse is not None or not _only_pass(updated.body) or _only_pass(original.body):
+            return updated
+        if not self._is_query(original.test):
+            return updated
+        return cst.RemoveFromParent()
+
+    def _is_query(self, node) -> bool:
+        if isinstance(node, (cst.Name, cst.Integer, cst.SimpleString)):
+            return True
+        if isinstance(node, cst.Attribute):
+            return self._is_query(node.value)
+        if isinstance(node, cst.UnaryOperation):
+            return self._is_query(node.expression)
+        if isinstance(node, cst.BooleanOperation):
+            return self._is_query(node.left) and self._is_query(node.right)
+        if isinstance(node, cst.Comparison):
+            return self._is_query(node.left) and all(self._is_query(c.comparator) for c in node.comparisons)
+        if isinstance(node, cst.Call):
+            q = self.scopes.resolve(node.func) or ""
+            return is_source(q) and all(self._is_query(a.value) for a in node.args)
+        return False
+
     def leave_With(self, original, updated):
         items = [i for i in updated.items if not _is_removed(i.item)]
         if len(items) == len(updated.items):
@@ -1215,6 +1241,15 @@ class _FindRemoved(cst.CSTVisitor):
 class _ReplaceRemoved(cst.CSTTransformer):
     def leave_Name(self, original, updated):
         return cst.Name("None") if updated.value == REMOVED_NAME else updated
+
+
+def _only_pass(block) -> bool:
+    """A block holding nothing but `pass`, without comments."""
+    if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+        return False
+    stmt = block.body[0]
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Pass) \
+        and not any(line.comment for line in stmt.leading_lines) and not stmt.trailing_whitespace.comment
 
 
 def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) -> bool:

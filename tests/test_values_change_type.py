@@ -53,3 +53,46 @@ def test_line_comparison_is_strict():
     assert not _same_line("loss 0.4337", "loss 0.4357")
     assert not _same_line("device cpu", "device CPU")
     assert not _same_line("correct   2", "correct   3")
+
+
+@pytest.mark.framework
+def test_device_checks_emptied_inside_the_step_go(tmp_path):
+    """`if torch.cuda.is_available(): x = x.cuda()` inside the loop became `if ...: pass` in the
+    compiled step, where the device query does not compile ('builtin_function_or_method' object
+    has no attribute '__code__'); the emptied statement goes and the losses are torch's."""
+    src = FIXTURES / "programs" / "device_checks_in_step.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "is_available()" not in result.code.split("def forward_fn", 1)[1].split("for epoch", 1)[0]
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("epoch")])
+    assert len(outs[0]) == 3 and all(_same_line(a, b) for a, b in zip(*outs)), outs
+
+
+@pytest.mark.framework
+def test_legacy_elementwise_mean_reduction_is_mean(tmp_path):
+    """reduction='elementwise_mean' (vinhkhuc/PyTorch-Mini-Tutorials): torch takes it for 'mean',
+    MindSpore's losses raised ValueError at construction."""
+    src = tmp_path / "legacy.py"
+    src.write_text("import torch\n"
+                   "logits = torch.tensor([[0.2, 1.5, -0.3], [1.0, 0.1, 0.4]])\n"
+                   "target = torch.tensor([1, 0])\n"
+                   "ce = torch.nn.CrossEntropyLoss(reduction='elementwise_mean')\n"
+                   "mse = torch.nn.MSELoss(reduction='elementwise_mean')\n"
+                   "print('ce %.6f' % ce(logits, target).item())\n"
+                   "print('mse %.6f' % mse(logits, logits * 0.5).item())\n")
+    converted = tmp_path / "legacy_ms.py"
+    converted.write_text(convert_source(src.read_text(), src.name).code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.split())
+    assert len(outs[0]) == 4 and outs[0] == outs[1], outs

@@ -30,3 +30,11 @@ def int32_target(site):
 def _is_cast(expr) -> bool:
     return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value == "astype")
+
+
+def reduction(value, site):
+    """reduction='elementwise_mean' (torch's name for 'mean' before 1.0, still accepted) -> 'mean';
+    MindSpore's losses reject it."""
+    if isinstance(value, cst.SimpleString) and value.evaluated_value == "elementwise_mean":
+        return value.with_changes(value=value.value.replace("elementwise_mean", "mean"))
+    return value
