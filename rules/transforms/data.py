@@ -780,6 +780,8 @@ _CLASSES = {
 }
 # the files torchvision's ImageFolder lists (has_file_allowed_extension, case-insensitive)
 _IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+# torchvision's MNIST family keeps the pre-0.2 names as aliases (with a warning)
+_LEGACY_FIELDS = {"train_data": "data", "test_data": "data", "train_labels": "targets", "test_labels": "targets"}
 # what torchvision's .targets / .data are: a tensor (MNIST family) or a list / numpy array (CIFAR)
 _TENSOR_FIELDS = ("torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST")
 
@@ -793,7 +795,8 @@ def _dataset_attributes(site, reader, label: str) -> None:
     if name is None:
         return
     code = site.rw.module_code
-    attr = rf"(?<![\w.]){re.escape(name)}\.(targets|data|classes|class_to_idx|samples|imgs)\b"
+    attr = (rf"(?<![\w.]){re.escape(name)}\.(targets|data|classes|class_to_idx|samples|imgs|"
+            rf"train_data|test_data|train_labels|test_labels)\b")
     read = {m.group(1) for m in re.finditer(attr + r"(?!\s*(=[^=]|[-+*/]=))", code)}
     written = {m.group(1) for m in re.finditer(attr + r"(\[[^\]]*\])?\s*(=[^=]|[-+*/]=)", code)}
     if written:
@@ -806,13 +809,18 @@ def _dataset_attributes(site, reader, label: str) -> None:
     folder = site.qualname == "torchvision.datasets.ImageFolder"
     for field in sorted(read):
         value = None
-        if field == "targets":
+        alias = _LEGACY_FIELDS.get(field) if site.qualname in _TENSOR_FIELDS else None
+        if field in _LEGACY_FIELDS and alias is None:
+            site.flag("manual", f"{site.qualname}: {name}.{field} has no MindSpore reader equivalent: "
+                                f"build it from {name}.create_tuple_iterator(output_numpy=True)", stop=True)
+            continue
+        if alias == "targets" or field == "targets":
             labels = site.expr("[int(row[0]) for row in {r}.create_tuple_iterator(columns=[{c}], output_numpy=True, "
                                "num_epochs=1)]", r=reader, c=cst.SimpleString(repr(label)))
             value = site.expr("{T}({np}({l}, dtype={i64}))", T=site.ref("mindspore.Tensor"),
                               np=site.ref("numpy.array"), l=labels, i64=site.ref("numpy.int64")) \
                 if site.qualname in _TENSOR_FIELDS else labels
-        elif field == "data" and not folder:
+        elif (alias or field) == "data" and not folder:
             images = site.expr("{stack}([row[0] for row in {r}.create_tuple_iterator(columns=['image'], "
                                "output_numpy=True, num_epochs=1)])", stack=site.ref("numpy.stack"), r=reader)
             value = site.expr("{T}({i}[..., 0])", T=site.ref("mindspore.Tensor"), i=images) \

@@ -1,0 +1,52 @@
+"""Failure classes found by the real-script corpus (bench/corpus), each run converted."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msmigrate import convert_source
+
+SYNTH = Path(__file__).resolve().parents[1] / "bench" / "corpus" / "synth.py"
+
+
+def _synth():
+    spec = importlib.util.spec_from_file_location("corpus_synth", SYNTH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.framework
+def test_torchvision_mnist_legacy_field_names_read_the_files(tmp_path):
+    """`train_data.train_data` / `.train_labels` / `test_data.test_data` / `.test_labels`
+    (torchvision's pre-0.2 MNIST names, MorvanZhou 401-404) raised AttributeError on the
+    converted reader; converted, they hold the IDX files' images and labels as torch's do.
+    torchvision cannot be installed here: the expected values are read from the files."""
+    _synth().mnist_idx(str(tmp_path / "mnist" / "MNIST" / "raw"), n_train=40, n_test=24)
+    src = ("import torch, torchvision\n"
+           "train_data = torchvision.datasets.MNIST(root='./mnist/', train=True, "
+           "transform=torchvision.transforms.ToTensor(), download=False)\n"
+           "test_data = torchvision.datasets.MNIST(root='./mnist/', train=False)\n"
+           "x = torch.unsqueeze(test_data.test_data, dim=1).type(torch.FloatTensor)[:10] / 255.\n"
+           "print('shapes', tuple(train_data.train_data.shape), tuple(train_data.train_labels.shape), tuple(x.shape))\n"
+           "print('labels', ' '.join(str(int(v)) for v in test_data.test_labels))\n"
+           "print('sum', int(train_data.train_data.sum()))\n")
+    converted = tmp_path / "mnist_fields.py"
+    converted.write_text(convert_source(src, "mnist_fields.py").code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    proc = subprocess.run([sys.executable, str(converted)], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    raw = tmp_path / "mnist" / "MNIST" / "raw"
+    images = np.frombuffer((raw / "train-images-idx3-ubyte").read_bytes()[16:], np.uint8)
+    labels = np.frombuffer((raw / "t10k-labels-idx1-ubyte").read_bytes()[8:], np.uint8)
+    lines = proc.stdout.splitlines()
+    assert "shapes (40, 28, 28) (40,) (10, 1, 28, 28)" in lines, lines
+    assert "labels " + " ".join(str(v) for v in labels) in lines, lines
+    assert f"sum {int(images.astype(np.int64).sum())}" in lines, lines
