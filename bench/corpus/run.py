@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +41,7 @@ class _NoTorch:
 sys.meta_path.insert(0, _NoTorch())
 '''
 FIELDS = {"name", "repo", "commit", "license", "script", "root", "category", "args", "env", "steps",
-          "loss_regex", "timeout", "max_losses", "deterministic", "notes"}
+          "loss_regex", "timeout", "max_losses", "deterministic", "notes", "prepare"}
 
 
 def load_entries(only=None) -> list[dict]:
@@ -69,6 +70,8 @@ def checkout(corpus: Path, entries: list[dict]) -> None:
         if dest.exists():
             continue
         git_dir = MIRRORS / e["repo"].replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():   # some snapshots come as a work tree
+            git_dir = git_dir / ".git"
         if not git_dir.exists():
             print(f"{e['name']}: {git_dir} missing: fetch github:{e['repo']} first", file=sys.stderr)
             continue
@@ -100,13 +103,16 @@ def copy_root(src: Path, dst: Path) -> None:
 
 
 def run_program(script: Path, cwd: Path, args: list[str], env: dict, timeout: float, loss_re: re.Pattern | None,
-                max_losses: int) -> dict:
+                max_losses: int, log: Path | None = None) -> dict:
     """Run until it exits, times out, or has printed `max_losses` losses (then it is stopped:
     enough steps were seen). `loss_re` None: a program that prints no loss must exit 0."""
     start = time.time()
     proc = subprocess.Popen([sys.executable, str(script), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace")
     losses, capped = [], False
+    # a program that prints nothing for long blocks the read below: the timer ends it on time
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
     try:
         for line in proc.stdout:
             m = loss_re.search(line) if loss_re is not None else None
@@ -123,8 +129,12 @@ def run_program(script: Path, cwd: Path, args: list[str], env: dict, timeout: fl
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    finally:
+        watchdog.cancel()
     stderr = proc.stderr.read()
-    timed_out = time.time() - start > timeout and not capped
+    if log is not None:   # the program's output, for reading a failure later
+        log.write_text(stderr[-20000:])
+    timed_out = time.time() - start >= timeout - 0.5 and not capped
     ok = (proc.returncode == 0 or capped) and (bool(losses) or loss_re is None) and not timed_out
     return {"ok": ok, "exit": proc.returncode, "capped": capped, "timed_out": timed_out, "losses": losses,
             "seconds": round(time.time() - start, 1), "error": "" if ok else first_error(stderr, losses, timed_out)}
@@ -169,6 +179,13 @@ def run_entry(e: dict, corpus: Path, work: Path, parity: bool) -> dict:
     if not root.is_dir():
         return {**out, "converted": False, "error": f"{root} missing: run --checkout", "cause": "not checked out"}
     copy_root(root, torch_dir)
+    if e.get("prepare"):   # synthetic data in the script's own on-disk format (synth.py)
+        prep = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+                               f"from synth import *; exec({e['prepare']!r})"], cwd=torch_dir, capture_output=True,
+                              text=True)
+        if prep.returncode:
+            return {**out, "converted": False, "error": "prepare failed: " + prep.stderr.strip()[-300:],
+                    "cause": "prepare failed"}
     report = run_dir / "report.json"
     conv = subprocess.run([sys.executable, "-m", "msmigrate.cli", "convert", str(torch_dir), "-o", str(ms_dir),
                            "--copy-other", "-q", "--no-cache", "-j", "1", "--report", str(report)],
@@ -192,8 +209,10 @@ def run_entry(e: dict, corpus: Path, work: Path, parity: bool) -> dict:
     loss_re = re.compile(pattern, re.I) if pattern else None
     timeout, cap = e.get("timeout", 300), e.get("max_losses", 20)
     args = [str(a) for a in e.get("args", [])]
-    out["torch"] = run_program(torch_dir / rel_script, torch_dir, args, env, timeout, loss_re, cap)
-    out["mindspore"] = run_program(ms_dir / rel_script, ms_dir, args, ms_env, timeout, loss_re, cap)
+    out["torch"] = run_program(torch_dir / rel_script, torch_dir, args, env, timeout, loss_re, cap,
+                               run_dir / "torch.stderr")
+    out["mindspore"] = run_program(ms_dir / rel_script, ms_dir, args, ms_env, timeout, loss_re, cap,
+                                   run_dir / "mindspore.stderr")
     out["runs"] = out["mindspore"]["ok"]
     out["error"] = out["mindspore"]["error"]
     out["cause"] = cause_of(out["error"]) if out["error"] else ""

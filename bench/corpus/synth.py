@@ -1,0 +1,78 @@
+"""Synthetic data for corpus entries, written in the on-disk format the original script reads.
+
+An entry's `prepare` field is Python run in the copied torch directory (before conversion, so the
+converted program reads the same files) with these functions in scope. All data are drawn from a
+fixed seed: both runs, and every re-run, read identical bytes.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+_WORDS = ("the a of to and in is was he she it they we you that this with for on as at by from "
+          "king queen man woman boy girl dog cat house tree river city water fire light dark good "
+          "bad old new big small red blue green run walk see say make take give come go know").split()
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _images(n: int, side: int, classes: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Mostly-zero uint8 images (they compress well) with a class-dependent bright block."""
+    labels = rng.integers(0, classes, n).astype(np.uint8)
+    imgs = np.zeros((n, side, side), np.uint8)
+    block = max(2, side // 4)
+    for i, c in enumerate(labels):
+        r, col = divmod(int(c), 4)
+        y, x = 2 + 5 * r % (side - block), 2 + 6 * col % (side - block)
+        imgs[i, y:y + block, x:x + block] = rng.integers(128, 256, (block, block), dtype=np.uint8)
+    return imgs, labels
+
+
+def mnist_idx(directory: str = "data", n_train: int = 600, n_test: int = 100, gz: bool = False, seed: int = 0,
+              names: tuple[str, str, str, str] = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                                  "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")) -> None:
+    """MNIST in its IDX files (torchvision's raw/ and MindSpore's MnistDataset read these)."""
+    rng = _rng(seed)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if gz else open
+    for (img_name, lab_name), n in zip(((names[0], names[1]), (names[2], names[3])), (n_train, n_test)):
+        imgs, labels = _images(n, 28, 10, rng)
+        suffix = ".gz" if gz and not img_name.endswith(".gz") else ""
+        with opener(d / (img_name + suffix), "wb") as fh:
+            fh.write(struct.pack(">IIII", 2051, n, 28, 28) + imgs.tobytes())
+        with opener(d / (lab_name + suffix), "wb") as fh:
+            fh.write(struct.pack(">II", 2049, n) + labels.tobytes())
+
+
+def words_text(path: str, n_lines: int = 200, words_per_line: tuple[int, int] = (5, 12), seed: int = 0) -> None:
+    """Plain text, one sentence a line, from a small vocabulary (word-level language models)."""
+    rng = _rng(seed)
+    lines = [" ".join(rng.choice(_WORDS, rng.integers(*words_per_line))) for _ in range(n_lines)]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def csv_table(path: str, n_rows: int, n_features: int, kind: str = "binary", header: str | None = None,
+              seed: int = 0, fmt: str = "%.6f") -> None:
+    """Numeric CSV: features then one target column (kind binary / class:K / regression)."""
+    rng = _rng(seed)
+    x = rng.normal(size=(n_rows, n_features))
+    w = rng.normal(size=n_features)
+    if kind == "binary":
+        y = (x @ w > 0).astype(float)
+    elif kind.startswith("class:"):
+        y = np.argmax(x @ rng.normal(size=(n_features, int(kind[6:]))), axis=1).astype(float)
+    else:
+        y = x @ w + 0.1 * rng.normal(size=n_rows)
+    np.savetxt(path, np.column_stack([x, y]), delimiter=",", fmt=fmt, header=header or "", comments="")
+
+
+def ensure_dir(path: str) -> None:
+    os.makedirs(path, exist_ok=True)
