@@ -491,3 +491,39 @@ def test_ported_setting_and_flags(tmp_path):
     r = runner_rules = CliRunner().invoke(cli, ["rules"])
     assert "(ported code)" in [ln for ln in r.output.splitlines() if ln.startswith("MSG702")][0]
     assert "(ported code)" not in [ln for ln in runner_rules.output.splitlines() if ln.startswith("MSG101")][0]
+
+
+def test_cross_file_callee_arguments(tmp_path):
+    """A function called from compiled code in another file: only the arguments its callers
+    pass as tensors are tensors (a config int compared with a shape is a constant), also in the
+    functions it calls in its own file."""
+    (tmp_path / "helpers.py").write_text(textwrap.dedent("""\
+        import mindspore as ms
+
+        def check(x, n):
+            m = n + 1
+            assert m == x.shape[0] + 1
+            return inner(x, n)
+
+        def inner(x, n):
+            k = n * 2
+            assert k == x.shape[0] * 2
+            return x * n
+        """))
+    (tmp_path / "model.py").write_text(textwrap.dedent("""\
+        import mindspore as ms
+        from mindspore import nn
+        from helpers import check
+
+        N = 3
+
+        class Net(nn.Cell):
+            def construct(self, x):
+                return check(x, N)
+        """))
+    r = run(["--no-cache", "helpers.py", "model.py"], tmp_path)
+    assert r.exit_code == 0, r.output
+    (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text().replace("check(x, N)", "check(x, x.sum())"))
+    r = run(["--no-cache", "helpers.py", "model.py"], tmp_path)
+    assert [ln.split()[:2] for ln in r.output.splitlines() if ln.startswith("helpers.py")] == \
+        [["helpers.py:5:5:", "MSG301"], ["helpers.py:10:5:", "MSG301"]], r.output

@@ -51,9 +51,12 @@ class External:
     """Facts about this file that come from the other files linted with it (see crossfile.py)."""
     cell_bases: frozenset = frozenset()       # local names of imported Cell classes (bases, instances)
     graph_functions: tuple = ()               # (top-level function, why): called from compiled code elsewhere
+    # (function, tensor positions, tensor keywords): what its callers in compiled code pass as
+    # tensors, for functions whose every such call site is known (the others: every parameter)
+    graph_args: tuple = ()
 
     def key(self) -> str:
-        return repr((sorted(self.cell_bases), sorted(self.graph_functions)))
+        return repr((sorted(self.cell_bases), sorted(self.graph_functions), sorted(self.graph_args)))
 
 
 def target_names(target: ast.AST) -> list[str]:
@@ -202,11 +205,22 @@ class FileModel:
                     self.cell_classes.add(name)
                     changed = True
         self._find_entries()
+        known = {name: (pos, kws) for name, pos, kws in self.external.graph_args}
         for name, why in self.external.graph_functions:
             if name in self.functions:
                 g = self._add(self.functions[name], None, f"called from compiled code: {why}")
                 if g is not None:
                     g.tensor_params = self._entry_params(g)
+                    if name in known:  # only what the callers pass as tensors
+                        a = g.node.args
+                        positional = [x.arg for x in a.posonlyargs + a.args]
+                        pos, kws = known[name]
+                        passed = {positional[i] for i in pos if i < len(positional)} | set(kws)
+                        if a.vararg is not None and any(i >= len(positional) for i in pos):
+                            passed.add(a.vararg.arg)
+                        if a.kwarg is not None and any(k not in positional for k in kws):
+                            passed.add(a.kwarg.arg)
+                        g.tensor_params &= passed
         self._close_over_callees()
 
     @staticmethod

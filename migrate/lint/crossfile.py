@@ -55,8 +55,25 @@ def summarize(tree: ast.Module, model: FileModel) -> dict:
         ext, local = calls_in(fn)
         functions[name] = {"ext": ext, "local": local}
     graph_calls = set()
+    # which arguments of the calls from this file's compiled code into other files are tensors:
+    # name -> [tensor positions, tensor keywords], or None when a call passes *args / **kwargs
+    call_args: dict[str, list | None] = {}
     for g in model.graph.values():
         graph_calls.update(calls_in(g.node)[0])
+        for n in ast.walk(g.node):
+            if not isinstance(n, ast.Call):
+                continue
+            d = dotted(n.func)
+            if d is None or d in model.functions or not external(d.split(".")[0]):
+                continue
+            if any(isinstance(a, ast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords):
+                call_args[d] = None
+                continue
+            if d in call_args and call_args[d] is None:
+                continue
+            pos, kws = call_args.setdefault(d, [[], []])
+            pos.extend(i for i, a in enumerate(n.args) if model.is_tensor(a, g) and i not in pos)
+            kws.extend(k.arg for k in n.keywords if model.is_tensor(k.value, g) and k.arg not in kws)
     classes = {}
     for name, cls in model.classes.items():
         bases = [d for d in (dotted(b) for b in cls.bases) if d and external(d.split(".")[0])]
@@ -64,7 +81,8 @@ def summarize(tree: ast.Module, model: FileModel) -> dict:
         ext, local = calls_in(construct) if construct is not None else ([], [])
         classes[name] = {"cell": name in model.cell_classes, "bases": bases, "ext": ext, "local": local}
     return {"imports": {a: model.aliases[a] for a in sorted(imported)}, "stars": stars, "all": exports,
-            "functions": functions, "classes": classes, "graph_calls": sorted(graph_calls)}
+            "functions": functions, "classes": classes, "graph_calls": sorted(graph_calls),
+            "call_args": {k: v for k, v in sorted(call_args.items())}}
 
 
 _BUILTINS = frozenset(dir(builtins))
@@ -170,12 +188,31 @@ def link(summaries: dict[str, dict]) -> dict[str, External]:
                 cell_names[p].add(name)
     # functions called from compiled code in other files, transitively
     graph: dict[tuple[str, str], str] = {}
+    # per function: the union of tensor arguments over its call sites in compiled code, when every
+    # call site is one whose arguments are known (None: unknown, every parameter may be a tensor)
+    args: dict[tuple[str, str], list | None] = {}
+    for p, s in summaries.items():
+        known = s.get("call_args", {})
+        for name in s["graph_calls"]:
+            target = resolve_name(p, name)
+            if target is None:
+                continue
+            info = known.get(name)
+            if info is None or args.get(target, []) is None:
+                args[target] = None
+            else:
+                pos, kws = args.setdefault(target, [set(), set()])
+                pos.update(info[0])
+                kws.update(info[1])
     work: list[tuple[str, list[str], str]] = []
     for p, s in summaries.items():
         work.append((p, s["graph_calls"], Path(p).name))
         for c, info in s["classes"].items():
             if (p, c) in cells and not info["cell"]:  # a Cell only through another file
                 work.append((p, info["ext"] + info["local"], f"{Path(p).name}:{c}.construct"))
+    # a function's same-file callees are left to that file's own analysis (it sees which of
+    # their arguments are tensors); only their calls into other files are followed here
+    through: set[tuple[str, str]] = set()
     while work:
         p, names, why = work.pop()
         for name in names:
@@ -187,10 +224,23 @@ def link(summaries: dict[str, dict]) -> dict[str, External]:
             if fn is None:
                 continue
             graph[target] = why
-            work.append((q, fn["ext"] + fn["local"], why))
+            work.append((q, fn["ext"], why))
+            todo = list(fn["local"])
+            while todo:
+                local = (q, todo.pop())
+                if local in graph or local in through or local[1] not in summaries[q]["functions"]:
+                    continue
+                through.add(local)
+                work.append((q, summaries[q]["functions"][local[1]]["ext"], why))
+                todo.extend(summaries[q]["functions"][local[1]]["local"])
+    # functions reached only through other functions' bodies have unknown arguments
+    for target in graph:
+        args.setdefault(target, None)
     out = {}
     for p in summaries:
         funcs = tuple(sorted((f, why) for (q, f), why in graph.items() if q == p))
+        known = tuple(sorted((f, tuple(sorted(a[0])), tuple(sorted(a[1])))
+                             for (q, f), a in args.items() if q == p and a is not None and (q, f) in graph))
         if funcs or cell_names[p]:
-            out[p] = External(frozenset(cell_names[p]), funcs)
+            out[p] = External(frozenset(cell_names[p]), funcs, known)
     return out
