@@ -2,6 +2,11 @@
 from msmigrate.lint.rule import Rule
 
 THIRD_PARTY = ("numpy.", "math.", "scipy.", "cmath.", "statistics.")
+# numpy constructors whose arguments are sizes: a bare parameter passed there is a Python int far
+# more often than a tensor (`construct(self, B, H, W)` called with shapes), so they need a value
+# computed from a tensor
+SIZED = frozenset({"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.arange", "numpy.eye",
+                   "numpy.identity", "numpy.linspace", "numpy.logspace", "numpy.tri", "numpy.indices"})
 
 
 class ThirdPartyOnTensorValues(Rule):
@@ -9,7 +14,10 @@ class ThirdPartyOnTensorValues(Rule):
 
     ## What it does
     Finds `np.*`, `math.*`, `scipy.*` calls whose arguments depend on tensor values (through
-    `float(t)`, `.asnumpy()`, ...). Calls on shapes and constants are fine and not flagged.
+    `float(t)`, `.asnumpy()`, ...). Calls on shapes and constants are fine and not flagged; the
+    sizes given to `np.zeros/ones/empty/full/arange/eye/...` must be computed from a tensor to be
+    flagged (a bare parameter there, as in `construct(self, B, H, W)` called with shapes, is a
+    Python int).
 
     ## Why is this bad?
     The call cannot be compiled, so it runs as Python at run time on every call (JIT
@@ -37,12 +45,33 @@ class ThirdPartyOnTensorValues(Rule):
         if not ctx.in_graph:
             return
         q = ctx.qualname(node.func)
+        test = ctx.is_tensor_derived if q in SIZED else ctx.is_tensor
         if q and q.startswith(THIRD_PARTY) and (
-                any(ctx.is_tensor(a) for a in node.args) or any(ctx.is_tensor(k.value) for k in node.keywords)):
+                any(test(a) for a in node.args) or any(test(k.value) for k in node.keywords)):
             self.report(node, f"'{q}()' on tensor values runs as Python on every call (JIT Fallback) and fails "
                               "under fullgraph=True: use the mindspore.ops equivalent")
 
     VALID = [
+        # sizes passed from the caller's shapes: numpy runs once, at compile time
+        """
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+
+class Mask(nn.Cell):
+    def construct(self, b, n):
+        return ms.Tensor(np.zeros((b, n), np.float32))
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.mask = Mask()
+
+    def construct(self, x):
+        return x + self.mask(1, x.shape[0])
+""",
         """
 import math
 import mindspore as ms

@@ -28,12 +28,22 @@ def _scalar_of(expr, index: str) -> bool:
     return index in names
 
 
+def _rebound_before(loop, index: str, call) -> bool:
+    """Is the counter rebound in the loop body before `call` (`i = ms.Tensor(i)`)? Then the
+    call does not see the Python number."""
+    return any(isinstance(n, ast.Name) and n.id == index and isinstance(n.ctx, ast.Store) and
+               (n.lineno, n.col_offset) < (call.lineno, call.col_offset)
+               for stmt in loop.body for n in ast.walk(stmt))
+
+
 class VaryingPythonScalarArg(Rule):
     """Flags loop counters passed as Python numbers to a jitted function or Cell.
 
     ## What it does
     Finds calls of a `@jit` function or in-file Cell instance inside `for i in range(...)`
     (or `enumerate`) where an argument is plain arithmetic on the counter (`i`, `i * 0.5`).
+
+    A counter rebound in the loop before the call (`step = ms.Tensor(step)`) is not flagged.
 
     ## Why is this bad?
     Python scalars are compile-time constants: every distinct value compiles a new graph
@@ -68,7 +78,7 @@ class VaryingPythonScalarArg(Rule):
             return
         for loop in ctx.loops:
             index = _loop_index(loop)
-            if index is None:
+            if index is None or _rebound_before(loop, index, node):
                 continue
             for arg in list(node.args) + [k.value for k in node.keywords]:
                 if _scalar_of(arg, index):
@@ -89,6 +99,23 @@ def drive():
     out = []
     for step in range(3):
         out.append(f(x, ms.Tensor(step * 0.5, ms.float32)))
+    return out
+""",
+        # the counter rebound to a Tensor before the call
+        """
+import numpy as np
+import mindspore as ms
+
+@ms.jit
+def f(x, scale):
+    return x * scale
+
+def drive():
+    x = ms.Tensor(np.ones(3, np.float32))
+    out = []
+    for step in range(3):
+        step = ms.Tensor(step, ms.float32)
+        out.append(f(x, step))
     return out
 """,
     ]
