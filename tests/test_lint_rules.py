@@ -268,3 +268,37 @@ def test_msg114_scope(body, flagged):
     code = MSG114_FN.format(body=body)
     found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG114"]
     assert bool(found) == flagged, code
+
+
+MSG503_LOOP = """
+import mindspore as ms
+from mindspore import nn
+
+
+class Block(nn.Cell):
+    def __init__(self, scale=1):
+        super().__init__()
+        self.scale = scale
+
+    def construct(self, x):
+        return x * self.scale
+
+
+def drive(x, scales, table):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, flagged", [
+    ("    for s in scales:\n        net = Block()\n        net(x)", True),            # hoistable
+    ("    for s in scales:\n        net = Block(2)\n        net(x)", True),
+    ("    for s in scales:\n        base = Block\n        net = Block(scale=3)\n        net(x)", True),
+    ("    for s in scales:\n        net = Block(s)\n        net(x)", False),           # a different Cell each time
+    ("    for k in table:\n        v = table[k] * 2\n        net = Block(v)\n        net(x)", False),
+    ("    for s in scales:\n        Block(s)(x)", False),
+    ("    for s in scales:\n        Block()(x)", True),
+])
+def test_msg503_scope(body, flagged):
+    code = MSG503_LOOP.format(body=body)
+    found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG503"]
+    assert bool(found) == flagged, code

@@ -17,7 +17,7 @@ class ThirdPartyOnTensorValues(Rule):
     `float(t)`, `.asnumpy()`, ...). Calls on shapes and constants are fine and not flagged; the
     sizes given to `np.zeros/ones/empty/full/arange/eye/...` must be computed from a tensor to be
     flagged (a bare parameter there, as in `construct(self, B, H, W)` called with shapes, is a
-    Python int).
+    Python int), and so must the arguments of `math.*`, which take Python numbers.
 
     ## Why is this bad?
     The call cannot be compiled, so it runs as Python at run time on every call (JIT
@@ -45,7 +45,7 @@ class ThirdPartyOnTensorValues(Rule):
         if not ctx.in_graph:
             return
         q = ctx.qualname(node.func)
-        test = ctx.is_tensor_derived if q in SIZED else ctx.is_tensor
+        test = ctx.is_tensor_derived if q in SIZED or (q or "").startswith("math.") else ctx.is_tensor
         if q and q.startswith(THIRD_PARTY) and (
                 any(test(a) for a in node.args) or any(test(k.value) for k in node.keywords)):
             self.report(node, f"'{q}()' on tensor values runs as Python on every call (JIT Fallback) and fails "
@@ -71,6 +71,25 @@ class Net(nn.Cell):
 
     def construct(self, x):
         return x + self.mask(1, x.shape[0])
+""",
+        """
+import math
+import mindspore as ms
+from mindspore import nn
+
+
+class Half(nn.Cell):
+    def construct(self, x, n):
+        return x[:math.ceil(n / 2)]
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.half = Half()
+
+    def construct(self, x):
+        return self.half(x, x.shape[0])
 """,
         """
 import math

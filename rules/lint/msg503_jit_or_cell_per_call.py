@@ -3,6 +3,21 @@ import ast
 from msmigrate.lint.rule import Rule
 
 
+def _varies(call: ast.Call, loop) -> bool:
+    """Do the constructor's arguments change with the loop (its variables, or names the loop body
+    computes from them)? Then each iteration needs its own Cell (`for key in params:
+    nn.ParameterUpdate(params[key])`, `for bn in (True, False): Block(bn_layer=bn)`)."""
+    targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, ast.For) else set()
+    for stmt in loop.body:  # names derived from them in the body (one pass, in order)
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign) and any(isinstance(v, ast.Name) and v.id in targets
+                                                 for v in ast.walk(n.value)):
+                targets.update(t.id for tg in n.targets for t in ast.walk(tg) if isinstance(t, ast.Name))
+    used = {n.id for a in list(call.args) + [k.value for k in call.keywords] for n in ast.walk(a)
+            if isinstance(n, ast.Name)}
+    return bool(used & targets)
+
+
 class JitOrCellPerCall(Rule):
     """Flags `ms.jit(...)` wrappers and Cells created anew for every call.
 
@@ -23,7 +38,8 @@ class JitOrCellPerCall(Rule):
     ```
 
     ## Use instead
-    Create the Cell or the jit wrapper once, outside the loop, and reuse it.
+    Create the Cell or the jit wrapper once, outside the loop, and reuse it. (A Cell built from
+    the loop's variables, a different Cell each iteration, is not flagged.)
 
     ## Fix safety
     No automatic fix.
@@ -46,7 +62,8 @@ class JitOrCellPerCall(Rule):
         if isinstance(f, ast.Call) and ctx.functions and ctx.model.is_jit(f.func)[0]:
             self.report(node, "ms.jit(...) applied on every call compiles every time: create the wrapper once")
             return
-        if isinstance(f, ast.Call) and ctx.loops and self._is_cell_class(f.func, ctx):
+        if isinstance(f, ast.Call) and ctx.loops and self._is_cell_class(f.func, ctx) and \
+                not _varies(f, ctx.loops[-1]):
             self.report(node, "a Cell constructed and called in a loop compiles every iteration: create it once")
             return
         if not ctx.loops:
@@ -57,7 +74,7 @@ class JitOrCellPerCall(Rule):
 
     def visit_Assign(self, node, ctx):
         if ctx.in_graph or not ctx.loops or not isinstance(node.value, ast.Call) or \
-                not self._is_cell_class(node.value.func, ctx):
+                not self._is_cell_class(node.value.func, ctx) or _varies(node.value, ctx.loops[-1]):
             return
         names = {t.id for t in node.targets if isinstance(t, ast.Name)}
         loop = ctx.loops[-1]
