@@ -154,11 +154,13 @@ def _focus(ctx: FileContext, source_map: SourceMap, table: ApiTable) -> Focus:
     words |= names.classes
     words |= {part for key in ctx.project for part in key.split(".")}
     methods = {**table.passthrough, **table.by_method}   # every method name with a record
-    focus = Focus(ctx.source, source_map, words, methods)
+    operators = "|".join(re.escape(token) for token, dunder in _UNARY_TOKENS.items()
+                         if table.lookup(f"torch.Tensor.{dunder}") is not None) or None
+    focus = Focus(ctx.source, source_map, words, methods, operators)
     assigned = {n for first, last, targets in names.call_assignments
                 if focus.hits_between(first, last) for n in targets}
     if assigned - words:
-        focus = Focus(ctx.source, source_map, words | assigned, methods)
+        focus = Focus(ctx.source, source_map, words | assigned, methods, operators)
     return focus
 
 
@@ -231,6 +233,7 @@ class Site:
         self.qualname = qualname
         self.node = node            # updated node: cst.Call for calls, the reference otherwise
         self.receiver = receiver    # `x` in `x.view(...)` for method records
+        self.original_receiver = receiver   # the receiver as torch code (before its conversion)
         self.is_call = isinstance(node, cst.Call)
         self.bound, self.unbound = (_bind(record, node.args) if isinstance(node, cst.Call)
                                     else ({}, []))
@@ -605,6 +608,8 @@ class Rewriter(cst.CSTTransformer):
                 self.local_classes[name] = rec
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
+        self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
+        self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
 
     def project_class(self, name: str) -> cst.ClassDef | None:
@@ -906,6 +911,18 @@ class Rewriter(cst.CSTTransformer):
         if id(node) not in self.skip:
             self._visit_reference(node)
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.stores.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.stores.add(id(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.stores.add(id(node.target))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self.stores.add(id(node.target))
+
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
             self.skip.add(id(node.keyword))
@@ -966,7 +983,59 @@ class Rewriter(cst.CSTTransformer):
         return out
 
     def leave_Attribute(self, original, updated):
-        return self.replace.pop(id(original), updated)
+        if id(original) in self.replace:
+            return self.replace.pop(id(original))
+        if id(original) in self.skip or id(original) in self.stores:
+            return updated
+        candidates = [r for r in self.table.by_method.get(original.attr.value, ()) if r.read]
+        if not candidates or not self._tensor_receiver(original.value):
+            return updated
+        # `x.real` reads a Tensor attribute: converted as the call `x.real()` would be
+        self.pos_stack.append(self._pos(original))
+        try:
+            call = cst.Call(func=updated)
+            out = self._apply(candidates[0], candidates[0].torch, call, updated.value)
+        finally:
+            self.pos_stack.pop()
+        return updated if out is call else out
+
+    def _tensor_receiver(self, receiver) -> bool:
+        """Could `receiver` be a tensor (not a literal, `self`, a module, or the result of a
+        call of a module that is not torch's: `np.fft.fft(s).real`)?"""
+        if isinstance(receiver, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                                 cst.Integer, cst.Float, cst.Imaginary, cst.List, cst.Dict, cst.Set)):
+            return False
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            return False
+        root = dotted(receiver.func if isinstance(receiver, cst.Call) else receiver)
+        if root is not None:
+            bound = self.scopes.resolve_name(root.split(".")[0])
+            if bound is not None and not is_source(bound):
+                return False
+        return True
+
+    def leave_UnaryOperation(self, original, updated):
+        """`~x`: the record of torch.Tensor.__invert__ (rules), its operand as the receiver."""
+        dunder = _UNARY_DUNDERS.get(type(original.operator))
+        rec = self.table.lookup(f"torch.Tensor.{dunder}") if dunder else None
+        if rec is None or not self._tensor_receiver(original.expression):
+            return updated
+        self.pos_stack.append(self._pos(original))
+        try:
+            site = Site(self, rec, rec.torch, updated, updated.expression)
+            site.original_receiver = original.expression
+            out = transform_function(rec.transform)(site)
+        except Unconvertible as exc:
+            self.flag(exc.status, f"{rec.torch}: {exc}")
+            return updated
+        except Exception as exc:  # a bug in a transform must not cost the rest of the file
+            self.flag("MSC107", f"{rec.torch}: {_describe(exc)}")
+            return updated
+        finally:
+            self.pos_stack.pop()
+        if out is not updated:
+            self._record_conversion(rec, rec.torch)
+        return out
 
     def leave_Name(self, original, updated):
         return self.replace.pop(id(original), updated)
@@ -975,10 +1044,12 @@ class Rewriter(cst.CSTTransformer):
         if isinstance(original.func, cst.Name) and original.func.value in ("isinstance", "issubclass"):
             self.type_checks -= 1
         self.pos_stack.append(self._pos(original))
+        self.original_call = original
         try:
             return self._convert_call(original, updated)
         finally:
             self.pos_stack.pop()
+            self.original_call = None
 
     def _convert_call(self, original: cst.Call, updated: cst.Call):
         if id(original.func) in self.imports.generated:
@@ -1014,6 +1085,18 @@ class Rewriter(cst.CSTTransformer):
             return updated
         if name in self.instances:
             return updated  # `self.norm(x)` calls a layer object, not a method `norm` of `self`
+        inline = self.call_records.get(id(original.func)) if isinstance(original.func, cst.Call) else None
+        if inline is not None and inline[0].instance_call:
+            # an object made and called in one expression (`nn.BatchNorm2d(3)(x)`): its calls'
+            # rule applies as for a named one
+            rec = inline[0]
+            try:
+                return transform_function(rec.instance_call)(Site(self, rec, rec.torch, updated))
+            except Unconvertible as exc:
+                self.flag(exc.status, f"{inline[1]}(...)(...): {exc}")
+            except Exception as exc:  # a bug in a transform must not cost the rest of the file
+                self.flag("MSC107", f"{inline[1]}(...)(...): {_describe(exc)}")
+            return updated
         if isinstance(original.func, cst.Attribute):
             return self._convert_method(original, updated)
         return updated
@@ -1078,6 +1161,13 @@ class Rewriter(cst.CSTTransformer):
     def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver):
         site = Site(self, rec, q, updated, receiver)
         try:
+            if (rec.promote or rec.dtype_review) and receiver is None and self.original_call is not None:
+                from msmigrate.rules import PROMOTE
+                original = self.original_call
+                args = list(original.args)
+                if isinstance(original.func, cst.Attribute) and not is_source(self.scopes.resolve(original.func)):
+                    args.insert(0, cst.Arg(original.func.value))   # x.sin() converted as torch.sin(x)
+                transform_function(PROMOTE)(site, _bind(rec, args)[0])
             if rec.transform:
                 out = transform_function(rec.transform)(site)
             elif receiver is not None:
@@ -1125,6 +1215,10 @@ class Rewriter(cst.CSTTransformer):
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
 
+
+# Python's unary operators that a record `torch.Tensor.__<dunder>__` may convert, and their tokens
+_UNARY_DUNDERS = {cst.BitInvert: "__invert__"}
+_UNARY_TOKENS = {"~": "__invert__"}
 
 # Node types with a visit_<Node>_<field> hook of the Rewriter's own (the base class has no-op ones
 # for all; libcst calls on_visit_attribute for every field of every visited node)

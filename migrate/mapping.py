@@ -21,6 +21,12 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # object: setting them later is marked
     children = { norm1 = "torch.nn.LayerNorm" }   # the layers a composite layer holds (so
                                             # `enc.norm1.weight` renames like a LayerNorm's)
+    read = true                             # a Tensor attribute (`x.real`): reads convert as
+                                            # the call `x.real()` would
+    promote = ["input"]                     # float-only in MindSpore, torch promotes int/bool:
+                                            # a visibly integer/bool argument gets a cast
+    dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
+                                            # where the argument's dtype is not visible
     status = "auto"                         # auto | review | manual | unsupported
     note = "why it is not auto / what to check"
 
@@ -52,7 +58,8 @@ CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.",)
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "children", "csv"}
+           "attributes", "fixed", "children", "csv", "read", "promote",
+           "dtype_review"}
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,13 @@ class ApiRecord:
     attributes: dict = field(default_factory=dict)   # object attribute -> MindSpore name
     fixed: tuple[str, ...] = ()   # object attributes read only at construction in MindSpore
     children: dict = field(default_factory=dict)   # child attribute -> torch class it holds
+    read: bool = False        # a Tensor attribute, not a method: reads `x.real` convert as the
+                              # call `x.real()` would (writes `x.real = ...` are left)
+    promote: tuple[str, ...] = ()   # arguments MindSpore computes in floating point only, where
+                              # torch promotes integer/bool tensors to float32: one visibly
+                              # integer or bool at conversion time gets a cast (rules/transforms/dtypes.py)
+    dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
+                              # some of its dtypes: marked unless the argument's dtype is visible
     source: str = ""          # the toml file it came from
 
     @property
@@ -109,7 +123,7 @@ def _load_file(path: Path) -> list[ApiRecord]:
         if merged.get("status", "auto") not in STATUSES:
             raise MappingError(f"{path.name}: {name}: bad status {merged['status']!r}")
         merged.pop("csv", None)
-        for key in ("args", "drop", "fixed"):
+        for key in ("args", "drop", "fixed", "promote"):
             if key in merged:
                 merged[key] = tuple(merged[key])
         records.append(ApiRecord(torch=name, source=path.name, **merged))
@@ -230,7 +244,8 @@ def validate(table: ApiTable) -> list[str]:
         if rec.status == "auto" and not (rec.target or rec.transform or rec.subclass or rec.is_method):
             problems.append(f"{rec.torch}: status auto needs a target or a transform")
         known = {a.lstrip("*") for a in rec.args}
-        for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review]:
+        for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review, *rec.promote,
+                    *rec.dtype_review]:
             if rec.args and key not in known:
                 problems.append(f"{rec.torch}: {key!r} is not in args")
     return problems

@@ -8,3 +8,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]
+
+# The transform a record's `promote` field runs before its conversion (casts of arguments whose
+# integer/bool dtype is visible in the source): rules/transforms/dtypes.py.
+PROMOTE = "dtypes.promote"

@@ -133,3 +133,11 @@ def modules(site):
 
 def named_children(site):
     return site.expr("{r}.name_cells().items()", r=site.receiver)
+
+
+def train_inline(site):
+    """A layer made and called in one expression (`nn.BatchNorm2d(3)(x)`): torch modules start
+    in training mode, Cells in eval mode; set_train returns the Cell."""
+    if isinstance(site.node.func, cst.Call):
+        return site.node.with_changes(func=site.expr("{c}.set_train(True)", c=site.node.func))
+    return site.node

@@ -878,3 +878,82 @@ def transpose(site):
     if not (site.has("dim0") and site.has("dim1")):
         return site.node
     return site.expr("{r}.swapaxes({a}, {b})", r=site.receiver, a=site.arg("dim0"), b=site.arg("dim1"))
+
+
+def requires_grad_read(site):
+    """`x.requires_grad` read: MindSpore Tensors carry no such flag (gradients come from ms.grad
+    over a function's inputs and Parameters); a Parameter's is kept, and torch tensors made with
+    requires_grad=True become Parameters: getattr(x, 'requires_grad', False). The result of an
+    operation is marked: torch says True when an input requires grad, MindSpore has no flag."""
+    receiver = site.receiver
+    if isinstance(receiver, cst.Name) and _iterates_parameters(site, receiver.value):
+        return site.node.func   # `for p in model.parameters(): if p.requires_grad`: a Parameter's
+    if not isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
+            if not receiver.lpar else receiver
+        site.flag("review", "torch.Tensor.requires_grad: the result of an operation reads False here "
+                            "(MindSpore tensors carry no requires_grad; torch says True when an input "
+                            "requires grad)")
+    return site.expr("getattr({r}, 'requires_grad', False)", r=receiver)
+
+
+def invert(site):
+    """`~x`: MindSpore's ~ is logical_not on every dtype (a bool result); torch's is bitwise NOT
+    on integer tensors. Visibly integer (rules/transforms/dtypes.py) -> ops.invert(x); visibly
+    bool -> kept; otherwise kept and marked."""
+    from msmigrate.rules.transforms.dtypes import kind
+    found = kind(site.rw, site.original_receiver)
+    if found == "int":
+        return site.expr("{f}({x})", f="@mindspore.ops.invert", x=site.receiver)
+    if found in ("bool", "pybool", "pyint"):
+        return site.node
+    site.flag("review", f"~{site.code(site.receiver)}: MindSpore's ~ is logical_not on every dtype; "
+                        f"for an integer tensor (torch: bitwise NOT) write ops.invert(x)")
+    return site.node
+
+
+PARAMETER_ITERATORS = {"parameters", "named_parameters", "parameters_and_names", "get_parameters",
+                       "trainable_params", "untrainable_params"}
+
+
+def _iterates_parameters(site, name: str) -> bool:
+    """`name` is bound, in an enclosing statement, by a loop or comprehension over a module's
+    parameters (`for p in model.parameters()`, `[p for n, p in m.named_parameters() if ...]`)
+    or is the parameter of `filter(lambda p: ..., model.parameters())`: a Parameter."""
+    def over_parameters(it) -> bool:
+        return (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)
+                and it.func.attr.value in PARAMETER_ITERATORS)
+
+    def binds(target) -> bool:
+        if isinstance(target, cst.Name):
+            return target.value == name
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(binds(e.value) for e in target.elements)
+        return False
+
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_For(self, node):
+            if binds(node.target) and over_parameters(node.iter):
+                found.append(node)
+
+        def visit_CompFor(self, node):
+            if binds(node.target) and (over_parameters(node.iter) or isinstance(node.iter, cst.GeneratorExp)):
+                found.append(node)
+
+        def visit_Call(self, node):
+            if (isinstance(node.func, cst.Name) and node.func.value == "filter" and len(node.args) == 2
+                    and isinstance(node.args[0].value, cst.Lambda) and over_parameters(node.args[1].value)
+                    and any(p.name.value == name for p in node.args[0].value.params.params)):
+                found.append(node)
+
+    for frame in site.rw.frames:
+        node = frame.node
+        if isinstance(node, cst.For):
+            Finder().visit_For(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            node.visit(Finder())
+        if found:
+            return True
+    return False

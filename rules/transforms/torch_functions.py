@@ -87,6 +87,23 @@ def scaled_other(site):
     return site.call(site.record.target)
 
 
+@_calls("input", "other")
+def xlogy(site):
+    """torch.xlogy(x, y) is 0 where x == 0 (MindSpore: nan when y is 0 too, bool False/False
+    included): the zero-safe form of Tensor.xlogy, ops.xlogy(x, ops.where(x == 0, 1.0, y))."""
+    from msmigrate.rules.transforms.tensor_methods import _simple
+    if not _is_none(site.arg("out")):
+        site.flag("MSC105", f"{site.qualname}: out={site.code(site.arg('out'))} has no MindSpore "
+                            f"equivalent (only None); argument dropped")
+    x, y = site.arg("input"), site.arg("other")
+    if not _simple(x):
+        site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
+                            f"name the first argument to get the zero-safe form")
+        return site.expr("{f}({x}, {y})", f="@mindspore.ops.xlogy", x=x, y=y)
+    return site.expr("{f}({x}, {w}({x} == 0, 1.0, {y}))", f="@mindspore.ops.xlogy", x=x,
+                     w="@mindspore.ops.where", y=y)
+
+
 # ---- results MindSpore gives in another dtype or form ----------------------------------
 
 @_calls()

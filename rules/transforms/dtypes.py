@@ -1,0 +1,272 @@
+"""What a torch expression's dtype visibly is at conversion time, and the casts that follow.
+
+torch promotes integer and bool tensors to float32 in its floating-point functions (sin, exp,
+sqrt, sigmoid...); MindSpore 2.10's kernels raise on them (or, for a few, compute wrong values).
+The dtype is known only at run time, so a cast on every call would cost float code an extra
+kernel; instead an argument gets one only where its dtype is VISIBLE in the source:
+
+    torch.arange(<int literals>), torch.tensor(<int/bool literals>), torch.randint(...),
+    torch.zeros/ones/full/empty/tensor(..., dtype=torch.long|int|bool...), .long()/.int()/
+    .bool()/.to(torch.long)/.type(torch.int32), comparisons, ~/&/|/^ of bools, +,-,*,//,% of
+    integers, and names every binding of which in their scope is one of these.
+
+Anything else (function parameters, names bound in several ways, loop variables) is unknown
+and left as it is. Which arguments are float-only is data: the `promote` field of a record.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.engine import creates_cell
+from msmigrate.names import dotted
+
+INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
+              "uint16", "uint32", "uint64"}
+FLOAT_DTYPES = {"float", "float32", "double", "float64", "half", "float16", "bfloat16"}
+INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char": "int",
+               "bool": "bool", "float": "float", "double": "float", "half": "float"}
+# torch functions whose result is an integer tensor whatever their arguments' dtype
+INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
+               "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero"}
+BOOL_RESULTS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
+                "torch.logical_not", "torch.logical_and", "torch.logical_or", "torch.logical_xor",
+                "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt", "torch.ge", "torch.signbit",
+                "torch.isclose"}
+# creation functions: the kind of their data / fill value when no dtype= is given
+FROM_DATA = {"torch.tensor": "data", "torch.as_tensor": "data", "torch.full": "fill_value"}
+FLOAT_CREATION = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
+                  "torch.linspace", "torch.logspace", "torch.eye"}
+TYPED = {"torch.LongTensor": "int", "torch.IntTensor": "int", "torch.BoolTensor": "bool",
+         "torch.ByteTensor": "int", "torch.ShortTensor": "int", "torch.CharTensor": "int"}
+_BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
+_INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | None:
+    """"int", "bool", "float" when the original torch expression `expr` is visibly a tensor
+    (or a Python literal: "pyint", "pybool", "pyfloat") of that kind, else None."""
+    if isinstance(expr, cst.Integer):
+        return "pyint"
+    if isinstance(expr, cst.Float):
+        return "pyfloat"
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False"):
+            return "pybool"
+        return _name_kind(rw, expr.value, _seen)
+    if isinstance(expr, cst.UnaryOperation):
+        inner = kind(rw, expr.expression, _seen)
+        if isinstance(expr.operator, cst.Minus) and inner in ("pyint", "pyfloat", "int", "float"):
+            return inner
+        if isinstance(expr.operator, cst.BitInvert) and inner == "bool":
+            return "bool"
+        return None
+    if isinstance(expr, cst.Comparison):
+        if any(isinstance(c.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for c in expr.comparisons):
+            return None
+        # a tensor compared gives a bool tensor; Python numbers compared, a Python bool (the
+        # same under both frameworks): bool either way, unless every side is a literal
+        sides = [kind(rw, expr.left, _seen)] + [kind(rw, c.comparator, _seen) for c in expr.comparisons]
+        return None if all(k in ("pyint", "pyfloat", "pybool") for k in sides) else "bool"
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = kind(rw, expr.left, _seen), kind(rw, expr.right, _seen)
+        if isinstance(expr.operator, _BOOL_OPS) and {left, right} <= {"bool", "pybool"} and "bool" in (left, right):
+            return "bool"
+        if isinstance(expr.operator, _INT_OPS) and {left, right} <= {"int", "pyint"} and "int" in (left, right):
+            return "int"
+        return None
+    if isinstance(expr, cst.Call):
+        return _call_kind(rw, expr, _seen)
+    return None
+
+
+def _dtype_kind(rw, expr) -> str | None:
+    q = rw.scopes.resolve(expr) or ""
+    name = q.removeprefix("torch.") if q.startswith("torch.") and q.count(".") == 1 else ""
+    return "int" if name in INT_DTYPES else "bool" if name == "bool" else \
+        "float" if name in FLOAT_DTYPES else None
+
+
+def _keyword(call: cst.Call, name: str):
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def _call_kind(rw, call: cst.Call, seen) -> str | None:
+    dtype = _keyword(call, "dtype")
+    func = call.func
+    if isinstance(func, cst.Attribute) and rw.scopes.resolve(func) is None:   # a method: x.long()
+        method = func.attr.value
+        if method in INT_METHODS and not call.args:
+            return INT_METHODS[method]
+        if method in ("to", "type") and call.args:
+            first = call.args[0]
+            return _dtype_kind(rw, first.value if first.keyword is None else (dtype or first.value))
+        return None
+    q = rw.scopes.resolve(func) or ""
+    made_by = rw.instances.get(dotted(func) or "")
+    if made_by is not None and made_by.torch.startswith("torch.nn.") and creates_cell(made_by):
+        return "float"   # what a layer or model object returns (`pred = model(x)`)
+    if dtype is not None:
+        return _dtype_kind(rw, dtype) if q.startswith("torch.") else None
+    if q in TYPED:
+        return TYPED[q]
+    if q in INT_RESULTS:
+        return "int"
+    if q in BOOL_RESULTS:
+        return "bool"
+    if q in FLOAT_CREATION:
+        return "float"
+    if q in ("torch.arange", "torch.range"):
+        values = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("start", "end", "step")]
+        kinds = {kind(rw, v, seen) for v in values}
+        return "int" if values and kinds <= {"pyint"} else "float" if "pyfloat" in kinds else None
+    if q in FROM_DATA:
+        pos = 0 if FROM_DATA[q] == "data" else 1
+        data = _keyword(call, FROM_DATA[q])
+        if data is None:
+            positional = [a.value for a in call.args if a.keyword is None]
+            data = positional[pos] if len(positional) > pos else None
+        kinds = _literal_kinds(data)
+        return None if not kinds else "bool" if kinds == {"pybool"} else \
+            "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else None
+    return None
+
+
+def _literal_kinds(expr) -> set[str] | None:
+    """Kinds of the literals of a (nested) list/tuple of numbers; None when not all literals."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        out: set[str] = set()
+        for e in expr.elements:
+            inner = _literal_kinds(e.value)
+            if inner is None:
+                return None
+            out |= inner
+        return out or None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _literal_kinds(expr.expression)
+    if isinstance(expr, cst.Integer):
+        return {"pyint"}
+    if isinstance(expr, cst.Float):
+        return {"pyfloat"}
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return {"pybool"}
+    return None
+
+
+# ---- names: every binding of the name in its scope must be of one kind --------------------
+
+class _Bindings(cst.CSTVisitor):
+    """The values bound to `name` in one scope (None for a binding whose value is not a plain
+    `name = value`); nested functions and classes are other scopes (only their names bind)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.values: list = []
+        self.depth = 0
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, cst.Name):
+            if target.value == self.name:
+                self.values.append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._bind(e.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None)
+
+    def visit_Assign(self, node) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value if isinstance(t.target, cst.Name) else None)
+
+    def visit_AugAssign(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_For(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_CompFor(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+    def visit_NamedExpr(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_ExceptHandler(self, node) -> None:
+        if node.name is not None:
+            self._bind(node.name.name, None)
+
+    def visit_Global(self, node) -> None:
+        if any(n.name.value == self.name for n in node.names):
+            self.values.append(None)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_ImportAlias(self, node) -> None:
+        bound = node.asname.name if node.asname is not None else cst.Name(dotted(node.name).split(".")[0])
+        self._bind(bound, None)
+
+    def visit_Param(self, node) -> None:
+        self._bind(node.name, None)
+
+    def visit_FunctionDef(self, node) -> bool:
+        self._bind(node.name, None)
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        self._bind(node.name, None)
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
+def _scope_values(scope, name: str) -> list | None:
+    """The values bound to `name` in `scope` (a FunctionDef or the Module); None if none."""
+    finder = _Bindings(name)
+    if isinstance(scope, cst.FunctionDef):
+        scope.params.visit(finder)
+        scope.body.visit(finder)
+    else:
+        scope.visit(finder)
+    return finder.values or None
+
+
+def _name_kind(rw, name: str, seen: frozenset) -> str | None:
+    if name in seen:
+        return None
+    scopes = [f.node for f in rw.frames if isinstance(f.node, cst.FunctionDef)][::-1] + [rw.module]
+    for scope in scopes:
+        values = _scope_values(scope, name)
+        if values is None:
+            continue
+        kinds = {kind(rw, v, seen | {name}) if v is not None else None for v in values}
+        found = kinds.pop() if len(kinds) == 1 else None
+        return found if found in ("int", "bool", "float") else None
+    return None
+
+
+# ---- the casts ---------------------------------------------------------------------------
+
+def promote(site, original: dict) -> None:
+    """Before a float-only record's conversion (its `promote` arguments): an argument visibly an
+    integer or bool tensor becomes `<arg>.astype(mindspore.float32)` (torch's promotion to its
+    default dtype). Its `dtype_review` arguments (MindSpore silently differs on some dtypes):
+    marked where the argument's dtype is not visible."""
+    for name, why in site.record.dtype_review.items():
+        before = original.get(name)
+        if before is not None and kind(site.rw, before.value) is None:
+            site.flag("review", f"{site.qualname}: {why}")
+    for name in site.record.promote:
+        arg, before = site.bound.get(name), original.get(name)
+        if arg is None or before is None or kind(site.rw, before.value) not in ("int", "bool"):
+            continue
+        value = arg.value
+        if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        site.bound[name] = arg.with_changes(
+            value=site.expr("{v}.astype({f32})", v=value, f32="@mindspore.float32"))
