@@ -60,9 +60,16 @@ def _decorated_name(lines: list[str], at: int) -> str:
 
 def _source_line(source: str, text: str) -> int:
     """The line of the input that reads `text` (the finding's code, unchanged by the
-    conversion in most cases), else 1."""
+    conversion in most cases) or makes the same call, else 1."""
     want = text.strip()
-    for n, ln in enumerate(source.splitlines(), 1):
+    lines = source.splitlines()
+    for n, ln in enumerate(lines, 1):
         if want and ln.strip() == want:
             return n
+    # the call the finding names, with converted arguments: `losses.insert(0, ops.mse_loss(...`
+    head = want.split("(", 1)[0]
+    if len(head) >= 6 and "(" in want:
+        for n, ln in enumerate(lines, 1):
+            if ln.strip().startswith(head + "("):
+                return n
     return 1

@@ -1,28 +1,83 @@
 """Name-level dataflow over libcst statements: what a statement reads and writes. Approximate
-in the safe direction for slicing (a name counts as read wherever it appears as a value)."""
+in the safe direction for slicing (a name counts as read wherever it appears as a value, and as
+written wherever it may change): over-including a statement in a training step is recoverable,
+cutting the gradient is not.
+
+Writes are bindings (`x = ...`, `for x in`) and mutations: a mutating method call
+(`losses.append(t)`, `d.setdefault(k, []).append(t)`, `x.add_(1)`), an item or attribute
+assignment (`d[k] = v`, `self.buf = v`, `d[k] += v`), and the arguments of a call whose result
+is dropped (`add_term(losses, t)` may store into `losses`). Paths name what is written under an
+object (`self.parts` for `self.parts[k] = v`) so that one attribute's writes do not drag in every
+statement touching `self`."""
 from __future__ import annotations
 
 from collections import Counter
 
 import libcst as cst
 
+# methods that change their receiver (Python containers, queues, replay buffers); a method whose
+# name ends in a single `_` is torch's in-place form
+MUTATING_METHODS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove",
+                    "clear", "add", "discard", "sort", "reverse", "appendleft", "extendleft", "push",
+                    "put", "put_nowait", "store", "record", "__setitem__", "__iadd__"}
+# calls whose dropped result does not mean they stored their arguments somewhere
+_PURE_STATEMENT_CALLS = {"print", "len", "isinstance", "id", "repr", "str", "type"}
+
+
+def path_of(node) -> str | None:
+    """`self.parts` for `self.parts`, `self.parts[k]`, `self.parts.setdefault(k, [])`; None when
+    the expression is not rooted at a name."""
+    while isinstance(node, (cst.Subscript, cst.Call)):
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node.func, cst.Attribute):
+            node = node.func.value   # what a method hands back lives in its receiver
+        else:
+            return None
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    return ".".join([node.value, *reversed(parts)])
+
+
+def related(a: str, b: str) -> bool:
+    """Paths that may denote the same object or one inside the other."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
 
 class _Names(cst.CSTVisitor):
     def __init__(self) -> None:
         self.reads: Counter[str] = Counter()
-        self.writes: set[str] = set()
+        self.writes: set[str] = set()          # names bound or mutated
+        self.binds: set[str] = set()           # names bound by a simple statement (`x = ...`)
+        self.mutated: set[str] = set()         # paths changed in place
+        self.read_paths: set[str] = set()
         self._targets: set[int] = set()
         self._comp_locals: list[set[str]] = []   # names bound by enclosing comprehensions
 
     def _target(self, node) -> None:
         if isinstance(node, cst.Name):
             self.writes.add(node.value)
+            self.binds.add(node.value)
             self._targets.add(id(node))
         elif isinstance(node, (cst.Tuple, cst.List)):
             for el in node.elements:
                 self._target(el.value)
         elif isinstance(node, cst.StarredElement):
             self._target(node.value)
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            self._mutate(node.value if isinstance(node, cst.Subscript) else node)
+
+    def _mutate(self, node) -> None:
+        path = path_of(node)
+        if path is None or any(path.split(".")[0] in c for c in self._comp_locals):
+            return
+        self.mutated.add(path)
+        if "." not in path:
+            self.writes.add(path)
 
     def visit_AssignTarget(self, node) -> None:
         self._target(node.target)
@@ -35,6 +90,24 @@ class _Names(cst.CSTVisitor):
             self.writes.add(node.target.value)
             self.reads[node.target.value] += 1
             self._targets.add(id(node.target))
+        else:
+            self._mutate(node.target.value if isinstance(node.target, cst.Subscript) else node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            meth = func.attr.value
+            if meth in MUTATING_METHODS or (meth.endswith("_") and not meth.endswith("__")):
+                self._mutate(func.value)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # a call whose result is dropped works by its effects: it may store its arguments
+        call = node.value
+        if isinstance(call, cst.Call) and not (isinstance(call.func, cst.Name)
+                                               and call.func.value in _PURE_STATEMENT_CALLS):
+            for arg in call.args:
+                if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Subscript)):
+                    self._mutate(arg.value)
 
     def visit_For(self, node) -> None:
         self._target(node.target)
@@ -62,10 +135,18 @@ class _Names(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node) -> bool:
         self.writes.add(node.name.value)
+        self.binds.add(node.name.value)
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        root = node.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            node.value.visit(self)
+        elif self._read(root, whole=False):
+            # `self.parts.values` reads that path, not all of `self`
+            self.read_paths.add(path_of(node))
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -73,8 +154,15 @@ class _Names(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
-        if id(node) not in self._targets and not any(node.value in c for c in self._comp_locals):
-            self.reads[node.value] += 1
+        self._read(node)
+
+    def _read(self, node: cst.Name, whole: bool = True) -> bool:
+        if id(node) in self._targets or any(node.value in c for c in self._comp_locals):
+            return False
+        self.reads[node.value] += 1
+        if whole:
+            self.read_paths.add(node.value)
+        return True
 
 
 def names(node: cst.CSTNode) -> tuple[Counter, set[str]]:
@@ -91,16 +179,26 @@ def writes(node: cst.CSTNode) -> set[str]:
     return names(node)[1]
 
 
+def effects(node: cst.CSTNode) -> tuple[set[str], set[str], set[str]]:
+    """(paths read, names bound, paths bound or mutated)."""
+    v = _Names()
+    node.visit(v)
+    return v.read_paths, v.binds, v.mutated | v.writes
+
+
 def backward_slice(stmts: list, needed: set[str]) -> tuple[list[int], set[str]]:
     """Indices of the statements (in order) that compute `needed`, and the names the slice
-    reads before writing them (its inputs)."""
+    reads before writing them (its inputs). A statement belongs to the slice when it binds or
+    changes anything needed; only a plain binding by a simple statement (`x = ...`) ends the
+    need for earlier writers of that name: a mutation or a binding under `if`/`for` does not."""
     chosen = []
     need = set(needed)
     for i in range(len(stmts) - 1, -1, -1):
-        r, w = names(stmts[i])
-        if w & need:
+        read, binds, changed = effects(stmts[i])
+        if any(related(w, p) for w in changed for p in need):
             chosen.append(i)
-            need = (need - w) | set(r)
+            killed = binds if isinstance(stmts[i], cst.SimpleStatementLine) else set()
+            need = (need - killed) | read
     chosen.reverse()
     bound: set[str] = set()
     free: list[str] = []
@@ -151,9 +249,10 @@ def ordered_reads(node: cst.CSTNode) -> list[str]:
     out: list[str] = []
 
     class _V(_Names):
-        def visit_Name(self, n: cst.Name) -> None:
+        def _read(self, n: cst.Name, whole: bool = True) -> bool:
             if id(n) not in self._targets and n.value not in out:
                 out.append(n.value)
+            return super()._read(n, whole)
 
     node.visit(_V())
     return out

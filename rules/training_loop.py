@@ -30,7 +30,7 @@ from collections import Counter
 
 import libcst as cst
 
-from msmigrate.dataflow import backward_slice, names, ordered_reads, reads, writes
+from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -193,6 +193,44 @@ class _Prescan(cst.CSTVisitor):
         self.stack.pop()
 
 
+PARAMETER_METHODS = {"parameters", "named_parameters", "trainable_params", "get_parameters"}
+
+
+class _ParameterHolders(cst.CSTVisitor):
+    """Which objects hold the parameters each optimizer trains: the receivers of `.parameters()`
+    in its constructor's arguments, directly or through a name bound to such an expression
+    (`params = list(model.parameters()) + list(head.parameters())`)."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, set[str]] = {}   # assigned name -> holders in its value
+        self.all: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        roots = self._roots(node.value)
+        if roots or any(isinstance(n, cst.Name) and n.value in self.by_name for n in _walk(node.value)):
+            names_ = {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}
+            for name in names_ & set(self.by_name):
+                roots |= self.by_name[name]
+            for t in node.targets:
+                if dotted(t.target):
+                    self.by_name.setdefault(dotted(t.target), set()).update(roots)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.all |= self._roots(node)
+
+    @staticmethod
+    def _roots(expr) -> set[str]:
+        return {dotted(n.func.value) for n in _walk(expr)
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                and n.func.attr.value in PARAMETER_METHODS and dotted(n.func.value)}
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
 class TrainingLoopPass(cst.CSTTransformer):
     @staticmethod
     def applies(source: str) -> bool:
@@ -225,6 +263,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.data_parallel = scan.data_parallel
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
+        self._holder_scan = None   # _ParameterHolders of the module, built when first needed
 
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
@@ -364,8 +403,12 @@ class TrainingLoopPass(cst.CSTTransformer):
         chosen, free = backward_slice(pre + ([loss_stmt] if loss_stmt else []), {loss_name})
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
-        while chosen and self._prepares_data(pre[chosen[0]]):
-            chosen.pop(0)   # stays outside: the compiled step takes the batch as tensors
+        while chosen and self._prepares_data(pre[chosen[0]]) and \
+                not (writes(pre[chosen[0]]) & writes_of([pre[i] for i in chosen[1:]])):
+            # stays outside: the compiled step takes the batch as tensors (but a container the
+            # step fills, `losses = []`, is part of the step)
+            chosen.pop(0)
+        chosen = self._keep_order(pre, chosen)
         if chosen:
             free = backward_slice([pre[i] for i in chosen] + ([loss_stmt] if loss_stmt else []),
                                   {loss_name})[1]
@@ -380,6 +423,14 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+        cut = self._cut_input(step, inputs, [pre[i] for i in chosen])
+        if cut is not None:
+            name, where = cut
+            body[b] = self._flag(backward_stmt, "manual", f"the loss depends on '{name}', computed by the "
+                                 f"network at line {self._pos(where)[0]} outside the statements the training "
+                                 f"step can hold: its gradient would be cut (zero); compute '{name}' in the "
+                                 f"same block as loss.backward(), or convert this step by hand")
+            return body
         # `for net, opt in zip(nets, opts):` one compiled step per optimizer object, built inside
         # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
         # is no jit argument)
@@ -421,6 +472,88 @@ class TrainingLoopPass(cst.CSTTransformer):
                                  "definitions to where the model and optimizer are created")
             new_body = defs + new_body
         return new_body
+
+    def _keep_order(self, pre: list, chosen: list[int]) -> list[int]:
+        """The statements left out of the step run after it. One that reads what a later
+        statement of the step changes would see the changed value there: it joins the step
+        instead, so that every statement sees what it saw in torch."""
+        chosen = list(chosen)
+        changed = True
+        while changed and chosen:
+            changed = False
+            for j in range(chosen[0] + 1, chosen[-1]):
+                if j in chosen:
+                    continue
+                read = effects(pre[j])[0]
+                later = set().union(*(effects(pre[i])[2] for i in chosen if i > j))
+                if any(related(r, w) for r in read for w in later):
+                    chosen = sorted({*chosen, j})
+                    changed = True
+                    break
+        return chosen
+
+    def _cut_input(self, step, inputs: list[str], slice_stmts: list):
+        """(name, statement) when a value passed into the step was computed by calling the network
+        outside it (earlier in the loop body or in an enclosing block): differentiating the
+        step would see it as a constant. None when no input comes from the network."""
+        if not inputs:
+            return None
+        if self._holder_scan is None:
+            self._holder_scan = _ParameterHolders()
+            self.module.visit(self._holder_scan)
+        scan = self._holder_scan
+        holders = {step["model"]} if step["kind"] == "manual" else \
+            (scan.by_name.get(step.get("optimizer") or "") or scan.all)
+        leaves = {h.rsplit(".", 1)[-1] for h in holders}
+        if not leaves:
+            return None
+        inside = {id(n) for s in slice_stmts for n in _walk(self.originals.get(id(s), s))}
+        inside |= {id(n) for s in slice_stmts for n in _walk(s)}
+        loop = self.loops[-1][0] if self.loops[-1] else None
+        scope = loop if loop is not None else self.funcs[-1]
+        wanted = set(inputs)
+        for stmt in self._statements(scope.body if not isinstance(scope, cst.Module) else scope):
+            if id(stmt) in inside or not (writes(stmt) & wanted) or self._detached(stmt):
+                continue
+            if self._calls_network(stmt, leaves):
+                return sorted(writes(stmt) & wanted)[0], stmt
+        return None
+
+    def _statements(self, node):
+        """Simple statements under `node`, not inside nested functions, classes or no_grad blocks."""
+        for child in getattr(node, "body", ()) if not isinstance(node, cst.SimpleStatementLine) else ():
+            if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(child, cst.With) and all(
+                    self._q(i.item.func if isinstance(i.item, cst.Call) else i.item) in NO_GRAD for i in child.items):
+                continue
+            if isinstance(child, cst.SimpleStatementLine):
+                yield child
+            elif isinstance(child, cst.BaseCompoundStatement):
+                yield from self._statements(child.body)
+                orelse = getattr(child, "orelse", None)
+                if orelse is not None:
+                    yield from self._statements(orelse.body if hasattr(orelse, "body") else orelse)
+            elif isinstance(child, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                yield from self._statements(child)
+
+    @staticmethod
+    def _detached(stmt) -> bool:
+        small = stmt.body[0] if len(stmt.body) == 1 else None
+        value = getattr(small, "value", None)
+        return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in ("detach", "item", "tolist", "numpy")
+
+    @staticmethod
+    def _calls_network(stmt, leaves: set[str]) -> bool:
+        for n in _walk(stmt):
+            if isinstance(n, cst.Call) and dotted(n.func):
+                parts = dotted(n.func).split(".")
+                if parts[-1] == "forward" and len(parts) > 1:
+                    parts = parts[:-1]
+                if parts[-1] in leaves - {"self"} or (parts == ["self"] and "self" in leaves):
+                    return True
+        return False
 
     def _loop_indices(self) -> set[str]:
         """Names that hold Python ints in the enclosing loops: `for i in range(...)` and the

@@ -107,6 +107,8 @@ class FileModel:
         self.instances: dict[str, str] = {}           # variable -> in-file Cell class it holds
         self.jit_entries: set[str] = set()            # names of jitted functions / wrappers
         self._grad_targets: dict[str, str] = {}       # grad_fn name -> function it differentiates
+        self._nested: dict[str, list] = {}             # name -> functions defined inside functions
+        self._parent: dict[ast.AST, ast.AST] = {}      # nested function -> the function defining it
         self._scan_module()
 
     # ---- names -------------------------------------------------------------------------------
@@ -271,7 +273,27 @@ class FileModel:
         self.graph[fn] = g
         return g
 
+    def _collect_nested(self) -> None:
+        """Functions defined inside functions (a training step built in a method: forward_fn,
+        grad_fn and the @jit step side by side), found by name from their siblings."""
+        for outer in ast.walk(self.tree):
+            if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(outer):
+                    if node is not outer and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                            and node not in self._parent:
+                        self._parent[node] = outer
+                        self._nested.setdefault(node.name, []).append(node)
+
+    def function_named(self, name: str, near: ast.AST | None = None):
+        """The module-level function `name`, else one defined in the function that defines `near`."""
+        if name in self.functions:
+            return self.functions[name]
+        found = self._nested.get(name, [])
+        parent = self._parent.get(near)
+        return next((fn for fn in found if self._parent.get(fn) is parent), None) if parent is not None else None
+
     def _find_entries(self) -> None:
+        self._collect_nested()
         # construct of every Cell subclass, and self attributes of Cells
         for name in self.cell_classes:
             cls = self.classes[name]
@@ -466,14 +488,16 @@ class FileModel:
             f = node.func
             target = None
             if isinstance(f, ast.Name):
-                if f.id in self._grad_targets and self._grad_targets[f.id] in self.functions:
-                    self._add(self.functions[self._grad_targets[f.id]], None,
-                              f"differentiated by '{f.id}', called from compiled code", g.strict)
-                    gf = self.graph[self.functions[self._grad_targets[f.id]]]
+                differentiated = self.function_named(self._grad_targets[f.id], g.node) \
+                    if f.id in self._grad_targets else None
+                if differentiated is not None:
+                    self._add(differentiated, None, f"differentiated by '{f.id}', called from compiled code", g.strict)
+                    gf = self.graph[differentiated]
                     gf.tensor_params = self._entry_params(gf)
                     continue
-                if f.id in self.functions and f.id not in g.tensors:
-                    target = (self.functions[f.id], None, False)
+                callee_fn = self.function_named(f.id, g.node)
+                if callee_fn is not None and f.id not in g.tensors:
+                    target = (callee_fn, None, False)
             elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
                     and f.attr in methods and methods[f.attr] is not g.node:
                 target = (methods[f.attr], self._owner(methods[f.attr]), True)
