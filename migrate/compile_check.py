@@ -33,21 +33,46 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         return code, []
     if not findings:
         return code, []
-    first = findings[0]
-    why = (f"{first.code} at line {first.line} of the converted code: {first.message}"
-           + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""))
-    names = []
+    regions = {i: _step_region(lines, i) for i in added}
+    unplaced = [f for f in findings if not any(a <= f.line - 1 <= b for a, b in regions.values())]
+    diagnostics = []
     for i in added:
+        a, b = regions[i]
+        # a finding outside every generated step (the model, a helper) may be reached from any
+        own = unplaced or [f for f in findings if a <= f.line - 1 <= b]
+        if not own:
+            continue
+        first = own[0]
+        why = (f"{first.code} at line {first.line} of the converted code: {first.message}"
+               + (f" (and {len(own) - 1} more)" if len(own) > 1 else ""))
         indent = _JIT_DECORATOR.match(lines[i]).group(1)
-        names.append(_decorated_name(lines, i))
+        name = _decorated_name(lines, i)
         newline = "\r\n" if lines[i].endswith("\r\n") else "\n"
         lines[i] = (f"{indent}# msmigrate: {UNCOMPILED_CODE} left uncompiled (PyNative) because a static graph would "
                     f"freeze or reject this code: {why}{newline}")
-    line = _source_line(source, code.splitlines()[first.line - 1])
-    message = (f"{', '.join(names)} left uncompiled (PyNative, no @ms.jit): {why}; it trains like torch but "
-               f"slower: fix that code, then add @ms.jit back")
-    return "".join(lines), [Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
-                                       "warning", False, "review")]
+        line = _source_line(source, code.splitlines()[first.line - 1])
+        message = (f"{name} left uncompiled (PyNative, no @ms.jit): {why}; it trains like torch but "
+                   f"slower: fix that code, then add @ms.jit back")
+        diagnostics.append(Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
+                                      "warning", False, "review"))
+    return "".join(lines), diagnostics
+
+
+def _step_region(lines: list[str], at: int) -> tuple[int, int]:
+    """Line indices (0-based, inclusive) of the generated definitions of the step decorated at
+    `at`: from its forward_fn to the end of the compiled function."""
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    start = at
+    for j in range(at - 1, -1, -1):
+        m = re.match(r"([ \t]*)def forward_fn\w*\(", lines[j])
+        if m and len(m.group(1)) == indent:
+            start = j
+            break
+    end = at + 1
+    while end + 1 < len(lines) and (not lines[end + 1].strip()
+                                   or len(lines[end + 1]) - len(lines[end + 1].lstrip()) > indent):
+        end += 1
+    return start, end
 
 
 def _decorated_name(lines: list[str], at: int) -> str:

@@ -20,8 +20,9 @@ import libcst as cst
 MUTATING_METHODS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove",
                     "clear", "add", "discard", "sort", "reverse", "appendleft", "extendleft", "push",
                     "put", "put_nowait", "store", "record", "__setitem__", "__iadd__"}
-# calls whose dropped result does not mean they stored their arguments somewhere
-_PURE_STATEMENT_CALLS = {"print", "len", "isinstance", "id", "repr", "str", "type"}
+# calls whose dropped result does not mean they stored their arguments somewhere: output
+_OUTPUT_CALLS = {"print", "len", "isinstance", "id", "repr", "str", "type", "write", "info", "debug",
+                 "warning", "error", "log", "add_scalar", "add_scalars", "set_description", "set_postfix"}
 
 
 def path_of(node) -> str | None:
@@ -103,10 +104,11 @@ class _Names(cst.CSTVisitor):
     def visit_Expr(self, node: cst.Expr) -> None:
         # a call whose result is dropped works by its effects: it may store its arguments
         call = node.value
-        if isinstance(call, cst.Call) and not (isinstance(call.func, cst.Name)
-                                               and call.func.value in _PURE_STATEMENT_CALLS):
+        func = call.func if isinstance(call, cst.Call) else None
+        leaf = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if func is not None and leaf not in _OUTPUT_CALLS:
             for arg in call.args:
-                if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Subscript)):
+                if isinstance(arg.value, (cst.Name, cst.Attribute)):
                     self._mutate(arg.value)
 
     def visit_For(self, node) -> None:

@@ -455,8 +455,11 @@ class TrainingLoopPass(cst.CSTTransformer):
         scope = self.funcs[-1]
         if per_object is not None:
             cache = self.fresh("train_steps")
-            self.pending.setdefault(id(loop), []).append(self._stmt(f"{cache} = {{}}"))
-            return self._cached_per_object(defs, names["step"], cache, step["optimizer"]) + new_body
+            bound = sorted(_target_names(per_object.target), key=self._code(per_object.target).find)
+            factory = self._factory(defs, self.fresh(f"make_{names['step']}"), names["step"], bound)
+            self.pending.setdefault(id(loop), []).extend([factory, self._stmt(f"{cache} = {{}}")])
+            return self._cached_per_object(factory.name.value, bound, names["step"], cache,
+                                           step["optimizer"]) + new_body
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
             defs = self._cached_on_self(defs, names["step"])
@@ -640,13 +643,19 @@ class TrainingLoopPass(cst.CSTTransformer):
                 return loop
         return None
 
-    def _cached_per_object(self, defs: list, step: str, cache: str, key: str) -> list:
-        """Build the step once per `key` object (first time the loop meets it), then reuse it."""
-        guard = self._stmt(f"if id({key}) not in {cache}:\n    pass\n")
+    def _factory(self, defs: list, name: str, step: str, params: list[str]):
+        """`def make_train_step(net, opt): <defs>; return train_step`: each object's step closes
+        over its own network, optimizer and grad_fn (definitions rebound by a loop would leave
+        an earlier step calling the latest grad_fn when it is compiled again)."""
+        factory = self._stmt(f"def {name}({', '.join(params)}):\n    return {step}\n")
         body = [d.with_changes(leading_lines=[]) if i == 0 else d for i, d in enumerate(defs)]
-        body.append(self._stmt(f"{cache}[id({key})] = {step}"))
-        guard = guard.with_changes(body=guard.body.with_changes(body=body))
-        return [guard, self._stmt(f"{step} = {cache}[id({key})]")]
+        return factory.with_changes(body=factory.body.with_changes(body=[*body, *factory.body.body]),
+                                    leading_lines=[cst.EmptyLine(indent=False)])
+
+    def _cached_per_object(self, factory: str, params: list[str], step: str, cache: str, key: str) -> list:
+        """Build the step once per `key` object (first time the loop meets it), then reuse it."""
+        return [self._stmt(f"if id({key}) not in {cache}:\n    {cache}[id({key})] = {factory}({', '.join(params)})\n"),
+                self._stmt(f"{step} = {cache}[id({key})]")]
 
     def _cached_on_self(self, defs: list, step: str) -> list:
         """Wrap the definitions in `if not hasattr(self, '_<step>'):` and bind the step."""
@@ -667,7 +676,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         if loop is not None:
             varying = writes(loop) | extra
         elif isinstance(scope, cst.FunctionDef):
-            varying = writes(scope.body) | set(params_of(scope.params)) | extra
+            # a method's `self` is read by the step's closure (a Python object is no jit argument)
+            varying = (writes(scope.body) | set(params_of(scope.params)) | extra) - {"self"}
         else:
             varying = set(extra)
         order = []

@@ -190,7 +190,7 @@ def test_one_step_per_optimizer_bound_by_the_loop(tmp_path):
         return [float(m) for m in re.findall(r"loss ([-\d.]+)", proc.stdout)]
 
     want, got = losses(src), losses(converted)
-    assert len(want) == len(got) == 12
+    assert len(want) == len(got) == 27
     assert all(abs(a - b) <= 1e-4 * abs(a) + 1e-6 for a, b in zip(want, got)), (want, got)
 
 
