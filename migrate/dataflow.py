@@ -188,6 +188,13 @@ def effects(node: cst.CSTNode) -> tuple[set[str], set[str], set[str]]:
     return v.read_paths, v.binds, v.mutated | v.writes
 
 
+def mutations(node: cst.CSTNode) -> set[str]:
+    """Paths changed in place (not rebound) by `node`."""
+    v = _Names()
+    node.visit(v)
+    return v.mutated
+
+
 def backward_slice(stmts: list, needed: set[str]) -> tuple[list[int], set[str]]:
     """Indices of the statements (in order) that compute `needed`, and the names the slice
     reads before writing them (its inputs). A statement belongs to the slice when it binds or

@@ -30,7 +30,7 @@ from collections import Counter
 
 import libcst as cst
 
-from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
+from msmigrate.dataflow import backward_slice, effects, mutations, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -404,7 +404,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
         while chosen and self._prepares_data(pre[chosen[0]]) and \
-                not (writes(pre[chosen[0]]) & writes_of([pre[i] for i in chosen[1:]])):
+                not (writes(pre[chosen[0]]) & set().union(*(mutations(pre[i]) for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
