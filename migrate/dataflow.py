@@ -89,6 +89,7 @@ class _Names(cst.CSTVisitor):
     def visit_AugAssign(self, node) -> None:
         if isinstance(node.target, cst.Name):
             self.writes.add(node.target.value)
+            self.mutated.add(node.target.value)   # an accumulator: `loss = 0` then `loss += t`
             self.reads[node.target.value] += 1
             self._targets.add(id(node.target))
         else:
