@@ -225,6 +225,34 @@ class _ParameterHolders(cst.CSTVisitor):
                 and n.func.attr.value in PARAMETER_METHODS and dotted(n.func.value)}
 
 
+class _PythonObjects(cst.CSTVisitor):
+    """Names bound to instances of plain Python classes: a class of this file that is no
+    module/Cell (`env = Env()`), or a library outside torch and NumPy (`env = gym.make(...)`).
+    A loss computed through their methods (an RL rollout) runs Python on every step, which a
+    static graph cannot do."""
+
+    def __init__(self, imports: dict[str, str]) -> None:
+        self.imports = imports
+        self.plain_classes: set[str] = set()
+        self.names: set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = [dotted(b.value) or "" for b in node.bases]
+        if all(b in self.plain_classes or b == "object" for b in bases):
+            self.plain_classes.add(node.name.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not isinstance(node.value, cst.Call):
+            return
+        func = dotted(node.value.func) or ""
+        root = self.imports.get(func.split(".")[0], "")
+        plain = func in self.plain_classes or (
+            "." in func and root and not root.split(".")[0] in ("torch", "numpy", "mindspore", "torchvision",
+                                                                 "torchtext", "torchaudio", "math", "random"))
+        if plain:
+            self.names.update(dotted(t.target) for t in node.targets if dotted(t.target))
+
+
 def _walk(node):
     yield node
     for child in node.children:
@@ -264,6 +292,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
+        self._objects = None       # _PythonObjects of the module, built when first needed
+        self.uncompiled = None     # the Python object that keeps the step being built uncompiled
+        self._loss_stmt_for_pos = None
 
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
@@ -423,6 +454,8 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+        self.uncompiled = self._python_objects_in([pre[i] for i in chosen])
+        self._loss_stmt_for_pos = backward_stmt
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen])
         if cut is not None:
             name, where = cut
@@ -876,8 +909,29 @@ class TrainingLoopPass(cst.CSTTransformer):
         return defs, call_stmts, new_post
 
     def _jit_def(self, name: str, args: str, lines: list[str]):
-        code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
-        return self._stmt(code)
+        body = f"def {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
+        if self.uncompiled:
+            stmt, obj = self._stmt(body), self.uncompiled
+            message = (f"{name} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
+                       f"'{obj}', a Python object whose methods run on every step (a static graph would "
+                       f"run them once, or not compile): it trains like torch but slower")
+            self.reporter.flag("MSC109", message, *self._pos(self._loss_stmt_for_pos))
+            return stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))])
+        return self._stmt(f"@{self._ref('mindspore.jit')}\n" + body)
+
+    def _python_objects_in(self, stmts: list) -> str | None:
+        """The first plain Python object (see _PythonObjects) whose method the step calls."""
+        if self._objects is None:
+            self._objects = _PythonObjects(dict(self.ctx.names.imports))
+            self.module.visit(self._objects)
+        if not self._objects.names:
+            return None
+        for stmt in stmts:
+            for n in _walk(stmt):
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
+                        dotted(n.func.value) in self._objects.names:
+                    return dotted(n.func.value)
+        return None
 
     def _clip_lines(self, clips: list) -> tuple[list[str], list[str]]:
         out, norms = [], []

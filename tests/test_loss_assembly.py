@@ -345,9 +345,10 @@ def test_rollout_trains_like_torch_and_a_cut_gradient_is_refused(tmp_path):
     expected, got = _losses(torch_runs[str(src / "rollout.py")]["out"]), _losses(rollout["out"])
     assert len(expected) == 4 and len(set(expected)) > 1, expected   # it learns
     assert got == pytest.approx(expected, rel=1e-4, abs=1e-5), (dst / "rollout.py").read_text()
-    # the rollout stays in its place, before the loss, inside the (uncompiled) step
+    # the rollout stays in its place, before the loss, inside the step, which is not compiled
     text = (dst / "rollout.py").read_text()
     assert text.index("env.step(action)") < text.index("ops.stack(log_probs)")
+    assert "@ms.jit" not in text and "MSC109" in text and "'env', a Python object" in text
 
     outside = ms_runs[str(dst / "computed_outside.py")]
     assert outside.get("error", "").startswith("RuntimeError: msmigrate:"), outside
