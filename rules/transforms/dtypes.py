@@ -37,7 +37,9 @@ FROM_DATA = {"torch.tensor": "data", "torch.as_tensor": "data", "torch.full": "f
 FLOAT_CREATION = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
                   "torch.linspace", "torch.logspace", "torch.eye"}
 TYPED = {"torch.LongTensor": "int", "torch.IntTensor": "int", "torch.BoolTensor": "bool",
-         "torch.ByteTensor": "int", "torch.ShortTensor": "int", "torch.CharTensor": "int"}
+         "torch.ByteTensor": "int", "torch.ShortTensor": "int", "torch.CharTensor": "int",
+         "torch.FloatTensor": "float", "torch.DoubleTensor": "float", "torch.HalfTensor": "float",
+         "torch.Tensor": "float"}
 _BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 

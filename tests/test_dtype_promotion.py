@@ -1,0 +1,61 @@
+"""Casts before MindSpore's float-only kernels (record field `promote`, rules/transforms/dtypes.py):
+only where the argument is visibly an integer/bool tensor in the source; ordinary float code and
+arguments of unknown dtype convert without one. The run-time results are checked against torch by
+the per-API suite (tests/api_suite/cases/pointwise.toml: torch.sin(torch.arange(5)), ...)."""
+from __future__ import annotations
+
+import pytest
+
+from msmigrate import convert_source
+
+HEAD = "import torch\nimport torch.nn as nn\n"
+CAST = ".astype(ms.float32)"
+
+
+def body(code: str) -> str:
+    return convert_source(HEAD + code, "t.py").code
+
+
+@pytest.mark.parametrize("code", [
+    "y = torch.sin(torch.arange(5))\n",
+    "x = torch.tensor([1, 2, 3])\ny = torch.exp(x)\n",
+    "y = torch.sigmoid(t.long())\n",
+    "y = torch.tanh(a > b)\n",
+    "y = torch.cos(torch.zeros(3, dtype=torch.long))\n",
+    "y = torch.log(torch.randint(1, 5, (3,)))\n",
+    "def f(a):\n    m = a > 0\n    return torch.exp(m)\n",
+    "k = torch.arange(4) * 2\ny = torch.log1p(k)\n",
+    "y = torch.sqrt(torch.tensor(4)).long() + torch.rsqrt(torch.tensor([1, 4]))\n",
+])
+def test_visible_integer_or_bool_gets_a_cast(code):
+    assert CAST in body(code)
+
+
+@pytest.mark.parametrize("code", [
+    "def f(x):\n    return torch.sigmoid(x)\n",                         # a parameter: unknown
+    "y = torch.exp(torch.randn(3))\n",                                  # float
+    "y = torch.sin(torch.arange(0.0, 1.0, 0.1))\n",                    # float arange
+    "x = torch.arange(5)\nx = x * 0.5\ny = torch.exp(x)\n",             # bound twice, not alike
+    "for x in batches:\n    y = torch.exp(x)\n",                        # a loop variable
+    "x = torch.arange(5)\nx += 1.5\ny = torch.exp(x)\n",                # augmented: unknown
+    "net = nn.Linear(3, 2)\npred = net(inp)\ny = torch.sigmoid(pred)\n",   # a layer's output
+    "y = torch.exp(torch.tensor([1.0, 2.0]))\n",
+    "y = torch.abs(torch.arange(5))\n",                                 # abs keeps integers in torch
+])
+def test_float_or_unknown_gets_none(code):
+    assert CAST not in body(code)
+
+
+def test_name_bound_in_an_enclosing_function_scope_only():
+    code = ("x = torch.arange(3)\n"
+            "def f(x):\n    return torch.exp(x)\n"      # the parameter shadows the module's x
+            "def g():\n    return torch.exp(x)\n")      # the module's x: visibly int
+    out = body(code)
+    assert out.count(CAST) == 1 and "return ops.exp(x.astype(ms.float32))" in out.split("def g")[1]
+
+
+def test_invert_follows_the_visible_dtype():
+    out = body("k = torch.arange(5)\nm = k > 2\ny = ~k\nz = ~m\n")
+    assert "y = ops.invert(k)" in out and "z = ~m" in out and "msmigrate:" not in out
+    marked = convert_source(HEAD + "def f(v):\n    return ~v\n", "t.py")
+    assert any("logical_not" in d.message for d in marked.diagnostics)
