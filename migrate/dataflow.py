@@ -15,6 +15,8 @@ from collections import Counter
 
 import libcst as cst
 
+from msmigrate.names import dotted
+
 # methods that change their receiver (Python containers, queues, replay buffers); a method whose
 # name ends in a single `_` is torch's in-place form
 MUTATING_METHODS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove",
@@ -35,13 +37,7 @@ def path_of(node) -> str | None:
             node = node.func.value   # what a method hands back lives in its receiver
         else:
             return None
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    return ".".join([node.value, *reversed(parts)])
+    return dotted(node)
 
 
 def related(a: str, b: str) -> bool:
