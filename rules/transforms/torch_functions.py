@@ -759,3 +759,21 @@ def _unpacked_names(stmt, node):
     if not all(isinstance(n, cst.Name) for n in names):
         return None
     return [n.value for n in names]
+
+
+def meshgrid(site):
+    """torch.meshgrid([x, y]) / torch.meshgrid((x, y)): one list or tuple literal of tensors ->
+    ops.meshgrid(x, y) (MindSpore's takes them as separate arguments; a list fails)."""
+    args = list(site.node.args)
+    positional = [a for a in args if a.keyword is None and not a.star]
+    if len(positional) == 1 and isinstance(positional[0].value, (cst.List, cst.Tuple)) \
+            and positional[0].value.elements \
+            and not any(isinstance(e, cst.StarredElement) for e in positional[0].value.elements):
+        first = positional[0]
+        spread = [cst.Arg(e.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                  for e in first.value.elements]
+        spread[-1] = spread[-1].with_changes(comma=first.comma)
+        k = args.index(first)
+        site.node = site.node.with_changes(args=args[:k] + spread + args[k + 1:])
+        site.unbound = [a for a in site.node.args if a.keyword is None]
+    return site.call(site.record.target)
