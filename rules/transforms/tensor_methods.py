@@ -377,6 +377,8 @@ def scatter(site):
                 src = cst.parse_expression(repr(float(_value(value))))
             return site.expr("{r}.scatter({d}, {i}, {s})", r=site.receiver, d=site.arg("dim"),
                              i=site.arg("index"), s=src)
+        if value is not None and not _is_number(value):
+            site.bound["src"] = site.bound["src"].with_changes(value=leading_src(site, value, site.arg("index")))
         return site.node.with_changes(args=site.standard_args())
     reduce = _literal(site, "reduce")
     if reduce != "add":
@@ -417,7 +419,19 @@ def scatter_add(site):
     if not (site.has("dim") and site.has("index") and site.has("src")):
         raise Unconvertible("scatter_add() needs dim, index and src")
     return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
-                     r=site.receiver, i=site.arg("index"), s=site.arg("src"), d=site.arg("dim"))
+                     r=site.receiver, i=site.arg("index"),
+                     s=leading_src(site, site.arg("src"), site.arg("index")), d=site.arg("dim"))
+
+
+def leading_src(site, src, index):
+    """torch's scatter reads the leading index.shape block of a larger src; MindSpore's kernels
+    need src shaped like index: `src if src.shape == index.shape else ops.slice(src, (0,) *
+    index.ndim, index.shape)` (a shape test at trace time: no kernel when they already agree).
+    Only for named src and index (each is written several times)."""
+    if src is None or index is None or not (_simple(src) and _simple(index)) or _is_number(src):
+        return src
+    return site.expr("({s} if {s}.shape == {i}.shape else {f}({s}, (0,) * {i}.ndim, {i}.shape))",
+                     s=src, i=index, f="@mindspore.ops.slice")
 
 
 @torch_method

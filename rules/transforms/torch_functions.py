@@ -254,8 +254,10 @@ def ddof(site):
 def scatter_add(site):
     """torch.scatter_add(x, dim, index, src) -> ops.tensor_scatter_elements(x, index, src, dim,
     reduction='add')."""
+    from msmigrate.rules.transforms.tensor_methods import leading_src
     _no_out(site)
-    args = [cst.Arg(site.arg("input")), cst.Arg(site.arg("index")), cst.Arg(site.arg("src")),
+    src = leading_src(site, site.arg("src"), site.arg("index"))
+    args = [cst.Arg(site.arg("input")), cst.Arg(site.arg("index")), cst.Arg(src),
             kwarg("axis", site.arg("dim")), kwarg("reduction", cst.SimpleString("'add'"))]
     return site.call(site.record.target, args)
 
