@@ -156,6 +156,9 @@ def cause_of(error: str) -> str:
     """A short class for the first error (what the README ranks)."""
     rules = [(r"msmigrate: this converted file (still needs torch|needs work by hand)", "stopped at its top (MSC108)"),
              (r"No module named 'torch|torch\w* is not importable", "torch import left"),
+             (r"already exists\. Please set a unique name", "parameter names collide in one compiled step"),
+             (r"not supported in graph mode|has no attribute '__code__'|object has no attribute 'numpy'",
+              "code the compiled step cannot compile"),
              (r"has no attribute", "attribute missing on a converted object"),
              (r"unsupported format string|__format__", "Tensor in Python formatting"),
              (r"timed out", "timed out"),
@@ -268,26 +271,56 @@ def main(argv=None) -> int:
     ap.add_argument("--checkout", action="store_true", help="extract the pinned commits from the fetched mirrors")
     ap.add_argument("--no-parity", action="store_true")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--recount", action="store_true",
+                    help="re-derive causes and totals of the recorded results (no runs)")
     args = ap.parse_args(argv)
     entries = load_entries(args.only)
+    if args.only:   # in the order given (the slow ones can go last)
+        entries.sort(key=lambda e: args.only.index(e["name"]))
+    if args.recount:
+        doc = json.loads(args.out.read_text())
+        for r in doc["results"]:
+            if r.get("error") and r.get("cause") not in ("not checked out", "convert failed", "prepare failed"):
+                r["cause"] = cause_of(r["error"])
+        doc["totals"] = totals(doc["results"])
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        print(table(doc["results"]))
+        print(json.dumps(doc["totals"], indent=1))
+        return 0
     if args.checkout:
         checkout(args.corpus, entries)
         return 0
     work = args.corpus / "_runs"
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda e: run_entry(e, args.corpus, work, not args.no_parity), entries))
+    old: dict = {}
     if args.only and args.out.exists():   # a partial run updates the recorded results
         names = {e["name"] for e in load_entries()}
         old = {r["name"]: r for r in json.loads(args.out.read_text())["results"] if r["name"] in names}
-        old.update({r["name"]: r for r in results})
-        results = [old[k] for k in sorted(old)]
-    import msmigrate
-    doc = {"msmigrate": msmigrate.__version__, "revision": _revision(), "date": time.strftime("%Y-%m-%d"),
-           "totals": totals(results), "results": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    done: list[dict] = []
+    lock = threading.Lock()
+
+    def save() -> list[dict]:   # after every entry: a run cut short keeps what it measured
+        merged = {**old, **{r["name"]: r for r in done}}
+        results = [merged[k] for k in sorted(merged)]
+        import msmigrate
+        doc = {"msmigrate": msmigrate.__version__, "revision": _revision(), "date": time.strftime("%Y-%m-%d"),
+               "totals": totals(results), "results": results}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        return results
+
+    def one(e):
+        r = run_entry(e, args.corpus, work, not args.no_parity)
+        with lock:
+            done.append(r)
+            save()
+        return r
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(one, entries))
+    with lock:
+        results = save()
     print(table(results))
-    print(json.dumps(doc["totals"], indent=1))
+    print(json.dumps(totals(results), indent=1))
     return 0
 
 
