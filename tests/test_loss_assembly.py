@@ -348,7 +348,7 @@ def test_rollout_trains_like_torch_and_a_cut_gradient_is_refused(tmp_path):
     # the rollout stays in its place, before the loss, inside the step, which is not compiled
     text = (dst / "rollout.py").read_text()
     assert text.index("env.step(action)") < text.index("ops.stack(log_probs)")
-    assert "@ms.jit" not in text and "MSC109" in text and "'env', a Python object" in text
+    assert not re.search(r"^\s*@ms\.jit", text, re.M) and "'env', a Python object" in text
 
     outside = ms_runs[str(dst / "computed_outside.py")]
     assert outside.get("error", "").startswith("RuntimeError: msmigrate:"), outside
