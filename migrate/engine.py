@@ -1194,6 +1194,10 @@ class Rewriter(cst.CSTTransformer):
     # ---- objects created from torch APIs ---------------------------------------------
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
         value = original.value
+        # `model = Net().to(device)`: the object is the constructor's (moves and casts return it)
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                value.func.attr.value in _RETURNS_SELF and id(value) not in self.call_records:
+            value = value.func.value
         found = self.call_records.get(id(value)) if isinstance(value, cst.Call) else None
         if found is None:
             return updated
@@ -1215,6 +1219,9 @@ class Rewriter(cst.CSTTransformer):
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
 
+
+# Module methods that return the module itself
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_"})
 
 # Python's unary operators that a record `torch.Tensor.__<dunder>__` may convert, and their tokens
 _UNARY_DUNDERS = {cst.BitInvert: "__invert__"}
