@@ -310,6 +310,7 @@ def main(argv=None) -> int:
 
     def one(e):
         r = run_entry(e, args.corpus, work, not args.no_parity)
+        r["revision"] = _revision()   # a partial run mixes entries measured at several revisions
         with lock:
             done.append(r)
             save()
