@@ -15,12 +15,16 @@ subprocess and compared with numbers.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES
+from msmigrate import convert_source
 
 SOURCE = FIXTURES / "convert" / "layer_attributes.in.py"
 TOL = 1e-5
@@ -275,3 +279,26 @@ def test_classes_from_other_project_files_rename_too():
                           project_classes={"LM": cls}).code
     assert "model.encoder.embedding_table" in code and "model.ln.gamma" in code, code
     assert ".weight" not in code, code
+
+
+@pytest.mark.framework
+def test_sequential_add_module_runs_the_child(tmp_path):
+    """`seq.add_module(name, m)` on an nn.Sequential: the child runs, as in torch (it became
+    insert_child_to_cell, which a SequentialCell's construct never calls: an identity, silently)."""
+    code = (
+        "import torch\nimport torch.nn as nn\n"
+        "seq = nn.Sequential()\nseq.add_module('fc', nn.Linear(2, 3))\nseq.add_module('act', nn.Tanh())\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.body = nn.Sequential()\n        self.body.add_module('fc', nn.Linear(3, 1))\n\n"
+        "    def forward(self, x):\n        return self.body(x)\n\n"
+        "x = torch.ones(1, 2)\nprint('shapes', tuple(seq(x).shape), tuple(Net()(seq(x)).shape))\n")
+    result = convert_source(code, "t.py")
+    assert "insert_child_to_cell" not in result.code
+    outs = []
+    for name, text in (("src.py", code), ("dst.py", result.code)):
+        (tmp_path / name).write_text(text)
+        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "GLOG_v": "3"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("shapes")])
+    assert outs[0] == ["shapes (1, 3) (1, 1)"] and outs[1] == outs[0], result.code

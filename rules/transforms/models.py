@@ -131,6 +131,23 @@ def modules(site):
     return site.expr("(cell for _, cell in {r}.cells_and_names())", r=site.receiver)
 
 
+def add_module(site):
+    """`seq.add_module('fc', m)`: a SequentialCell runs only the cells it was built with or that
+    were appended (insert_child_to_cell adds a child its construct never calls: an identity,
+    silently), so a Sequential's child is appended (its parameters are then named `0.weight`
+    where torch says `fc.weight`); any other Cell gets the named child."""
+    rec = site.instance_record(site.receiver)
+    module = site.arg("module")
+    if rec is not None and rec.torch == "torch.nn.Sequential":
+        site.flag("review", "nn.Sequential.add_module(name, m) -> SequentialCell.append(m): the child runs "
+                  "in order, but its parameters are named by position ('0.weight'), not by name")
+        return site.expr("{r}.append({m})", r=site.receiver, m=module)
+    if rec is None:
+        site.flag("review", "add_module -> insert_child_to_cell: if the receiver is a SequentialCell, its "
+                  "construct never calls this child; use .append(m) there")
+    return site.expr("{r}.insert_child_to_cell({n}, {m})", r=site.receiver, n=site.arg("name"), m=module)
+
+
 def named_children(site):
     return site.expr("{r}.name_cells().items()", r=site.receiver)
 
