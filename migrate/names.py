@@ -49,6 +49,32 @@ def is_statement_type(kind: type) -> bool:
         return found
 
 
+class FocusedTransformer(cst.CSTTransformer):
+    """A pass that visits only the statements `self.wants` (statement -> bool) accepts and hands
+    back the original node wherever it rewrote nothing below it, so that untouched code keeps its
+    identity and, with it, its original position for later diagnostics. Subclasses count their
+    rewrites in `self.changes`."""
+
+    def __init__(self, wants=lambda stmt: True) -> None:
+        super().__init__()
+        self.wants = wants
+        self.changes = 0
+        self._marks: list[int] = []
+
+    def on_visit(self, node) -> bool:
+        self._marks.append(self.changes)   # on_leave runs for skipped nodes too
+        kind = type(node)
+        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
+            return False
+        return super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        result = super().on_leave(original, updated)
+        if self._marks.pop() == self.changes:
+            return original   # nothing rewritten below: the original node, with its position
+        return result
+
+
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str]]:
     """The (bound name, qualified name) pairs an import statement creates."""
     out = []

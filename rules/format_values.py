@@ -14,7 +14,7 @@ import string
 
 import libcst as cst
 
-from msmigrate.names import TRIVIA_TYPES, dotted, is_statement_type
+from msmigrate.names import FocusedTransformer, dotted
 from msmigrate.sourcemap import Focus
 
 # [[fill]align][sign][z][#][0][width][grouping][.precision]type
@@ -53,7 +53,7 @@ def _read_as(kind: str, node: cst.BaseExpression) -> cst.BaseExpression:
     return cst.Call(cst.Name(kind), [cst.Arg(value)])
 
 
-class FormatValuesPass(cst.CSTTransformer):
+class FormatValuesPass(FocusedTransformer):
     PATTERN = r"\.format\s*\(|\b(?:[fF]|[rR][fF]|[fF][rR])['\"]"
 
     @staticmethod
@@ -61,25 +61,9 @@ class FormatValuesPass(cst.CSTTransformer):
         return re.search(FormatValuesPass.PATTERN, source) is not None
 
     def __init__(self, ctx) -> None:
-        super().__init__()
         smap = getattr(ctx, "source_map", None)
-        self.wants = (Focus(ctx.source, smap, (), (), self.PATTERN).wants if smap is not None
-                      else (lambda stmt: True))
-        self.changes = 0
-        self._marks: list[int] = []
-
-    def on_visit(self, node) -> bool:
-        self._marks.append(self.changes)   # on_leave runs for skipped nodes too
-        kind = type(node)
-        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
-            return False
-        return super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        result = super().on_leave(original, updated)
-        if self._marks.pop() == self.changes:
-            return original   # nothing rewritten below: the original node, with its position
-        return result
+        super().__init__(Focus(ctx.source, smap, (), (), self.PATTERN).wants if smap is not None
+                         else (lambda stmt: True))
 
     # f"{x:.4f}"
     def leave_FormattedStringExpression(self, original, updated):

@@ -7,41 +7,25 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_statement_type
+from msmigrate.names import FocusedTransformer, ScopeStack, dotted
 
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 OPTIMIZER_PREFIX = "torch.optim."
 
 
-class PythonValuesPass(cst.CSTTransformer):
+class PythonValuesPass(FocusedTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return "get_last_lr" in source or "param_groups" in source
 
     def __init__(self, ctx) -> None:
-        super().__init__()
+        # only statements naming these are visited (and so rebuilt): the rest keep their
+        # identity, and with it their original position for later diagnostics
+        super().__init__(ctx.statements_naming({"get_last_lr", "param_groups"}))
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.schedulers: set[str] = set()
         self.optimizers: set[str] = set()
         self.targets: set[int] = set()   # subscripts written to (param_groups[0]['lr'] = ...)
-        # only statements naming these are visited (and so rebuilt): the rest keep their
-        # identity, and with it their original position for later diagnostics
-        self.wants = ctx.statements_naming({"get_last_lr", "param_groups"})
-        self.changes = 0
-        self._marks: list[int] = []
-
-    def on_visit(self, node) -> bool:
-        self._marks.append(self.changes)   # on_leave runs for skipped nodes too
-        kind = type(node)
-        if kind in TRIVIA_TYPES or (is_statement_type(kind) and not self.wants(node)):
-            return False
-        return super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        result = super().on_leave(original, updated)
-        if self._marks.pop() == self.changes:
-            return original   # nothing rewritten below: the original node, with its position
-        return result
 
     def visit_Module(self, node: cst.Module) -> None:
         owner = self
