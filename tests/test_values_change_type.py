@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,13 +30,10 @@ def _same_line(a: str, b: str) -> bool:
     return True
 
 
-@pytest.mark.framework
-def test_values_that_change_type_are_read_like_torch(tmp_path):
-    src = FIXTURES / "programs" / "values_change_type.py"
-    result = convert_source(src.read_text(), src.name)
-    assert "MSC108" not in {d.code for d in result.diagnostics}
-    converted = tmp_path / src.name
-    converted.write_text(result.code)
+def _outputs(src: Path, converted_code: str, tmp_path: Path) -> list[list[str]]:
+    """stdout lines of the torch program and of its conversion (written beside it in tmp_path)."""
+    converted = tmp_path / f"{src.stem}_converted.py"
+    converted.write_text(converted_code)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
     outs = []
     for path in (src, converted):
@@ -43,7 +41,15 @@ def test_values_that_change_type_are_read_like_torch(tmp_path):
                               cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout.splitlines())
-    want, got = outs
+    return outs
+
+
+@pytest.mark.framework
+def test_values_that_change_type_are_read_like_torch(tmp_path):
+    src = FIXTURES / "programs" / "values_change_type.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "MSC108" not in {d.code for d in result.diagnostics}
+    want, got = _outputs(src, result.code, tmp_path)
     assert len(want) == 9 and len(got) == len(want), (want, got)
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
 
@@ -63,15 +69,7 @@ def test_device_checks_emptied_inside_the_step_go(tmp_path):
     src = FIXTURES / "programs" / "device_checks_in_step.py"
     result = convert_source(src.read_text(), src.name)
     assert "is_available()" not in result.code.split("def forward_fn", 1)[1].split("for epoch", 1)[0]
-    converted = tmp_path / src.name
-    converted.write_text(result.code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("epoch")])
+    outs = [[ln for ln in out if ln.startswith("epoch")] for out in _outputs(src, result.code, tmp_path)]
     assert len(outs[0]) == 3 and all(_same_line(a, b) for a, b in zip(*outs)), outs
 
 
@@ -87,12 +85,5 @@ def test_legacy_elementwise_mean_reduction_is_mean(tmp_path):
                    "mse = torch.nn.MSELoss(reduction='elementwise_mean')\n"
                    "print('ce %.6f' % ce(logits, target).item())\n"
                    "print('mse %.6f' % mse(logits, logits * 0.5).item())\n")
-    converted = tmp_path / "legacy_ms.py"
-    converted.write_text(convert_source(src.read_text(), src.name).code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append(proc.stdout.split())
+    outs = [" ".join(out).split() for out in _outputs(src, convert_source(src.read_text(), src.name).code, tmp_path)]
     assert len(outs[0]) == 4 and outs[0] == outs[1], outs
