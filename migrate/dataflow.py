@@ -12,6 +12,7 @@ statement touching `self`."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -164,9 +165,14 @@ class _Names(cst.CSTVisitor):
         return True
 
 
-def names(node: cst.CSTNode) -> tuple[Counter, set[str]]:
+def _scan(node: cst.CSTNode) -> _Names:
     v = _Names()
     node.visit(v)
+    return v
+
+
+def names(node: cst.CSTNode) -> tuple[Counter, set[str]]:
+    v = _scan(node)
     return v.reads, v.writes
 
 
@@ -178,18 +184,21 @@ def writes(node: cst.CSTNode) -> set[str]:
     return names(node)[1]
 
 
-def effects(node: cst.CSTNode) -> tuple[set[str], set[str], set[str]]:
-    """(paths read, names bound, paths bound or mutated)."""
-    v = _Names()
-    node.visit(v)
-    return v.read_paths, v.binds, v.mutated | v.writes
+class Effects(NamedTuple):
+    read: set[str]      # paths read
+    binds: set[str]     # names bound by a simple statement
+    writes: set[str]    # names bound or mutated (as `writes()`)
+    mutated: set[str]   # paths changed in place, not rebound
+
+    @property
+    def changed(self) -> set[str]:
+        """Paths bound or changed in place."""
+        return self.mutated | self.writes
 
 
-def mutations(node: cst.CSTNode) -> set[str]:
-    """Paths changed in place (not rebound) by `node`."""
-    v = _Names()
-    node.visit(v)
-    return v.mutated
+def effects(node: cst.CSTNode) -> Effects:
+    v = _scan(node)
+    return Effects(v.read_paths, v.binds, v.writes, v.mutated)
 
 
 def backward_slice(stmts: list, needed: set[str]) -> tuple[list[int], set[str]]:
@@ -200,11 +209,11 @@ def backward_slice(stmts: list, needed: set[str]) -> tuple[list[int], set[str]]:
     chosen = []
     need = set(needed)
     for i in range(len(stmts) - 1, -1, -1):
-        read, binds, changed = effects(stmts[i])
-        if any(related(w, p) for w in changed for p in need):
+        e = effects(stmts[i])
+        if any(related(w, p) for w in e.changed for p in need):
             chosen.append(i)
-            killed = binds if isinstance(stmts[i], cst.SimpleStatementLine) else set()
-            need = (need - killed) | read
+            killed = e.binds if isinstance(stmts[i], cst.SimpleStatementLine) else set()
+            need = (need - killed) | e.read
     chosen.reverse()
     bound: set[str] = set()
     free: list[str] = []

@@ -30,7 +30,7 @@ from collections import Counter
 
 import libcst as cst
 
-from msmigrate.dataflow import backward_slice, effects, mutations, names, ordered_reads, reads, related, writes
+from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -225,6 +225,9 @@ class _ParameterHolders(cst.CSTVisitor):
                 and n.func.attr.value in PARAMETER_METHODS and dotted(n.func.value)}
 
 
+_NOT_PLAIN = ("numpy", "mindspore", "math", "random")   # besides torch's family: no Python objects
+
+
 class _PythonObjects(cst.CSTVisitor):
     """Names bound to instances of plain Python classes: a class of this file that is no
     module/Cell (`env = Env()`), or a library outside torch and NumPy (`env = gym.make(...)`).
@@ -247,8 +250,7 @@ class _PythonObjects(cst.CSTVisitor):
         func = dotted(node.value.func) or ""
         root = self.imports.get(func.split(".")[0], "")
         plain = func in self.plain_classes or (
-            "." in func and root and not root.split(".")[0] in ("torch", "numpy", "mindspore", "torchvision",
-                                                                 "torchtext", "torchaudio", "math", "random"))
+            "." in func and root and not is_source(root) and root.split(".")[0] not in _NOT_PLAIN)
         if plain:
             self.names.update(dotted(t.target) for t in node.targets if dotted(t.target))
 
@@ -293,8 +295,6 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
         self._objects = None       # _PythonObjects of the module, built when first needed
-        self.uncompiled = None     # the Python object that keeps the step being built uncompiled
-        self._loss_stmt_for_pos = None
 
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
@@ -434,12 +434,13 @@ class TrainingLoopPass(cst.CSTTransformer):
         chosen, free = backward_slice(pre + ([loss_stmt] if loss_stmt else []), {loss_name})
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
+        eff = [effects(s) for s in pre]
         while chosen and self._prepares_data(pre[chosen[0]]) and \
-                not (writes(pre[chosen[0]]) & set().union(*(mutations(pre[i]) for i in chosen[1:]))):
+                not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
-        chosen = self._keep_order(pre, chosen)
+        chosen = self._keep_order(eff, chosen)
         if chosen:
             free = backward_slice([pre[i] for i in chosen] + ([loss_stmt] if loss_stmt else []),
                                   {loss_name})[1]
@@ -454,8 +455,7 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
-        self.uncompiled = self._python_objects_in([pre[i] for i in chosen])
-        self._loss_stmt_for_pos = backward_stmt
+        python_object = self._python_objects_in([pre[i] for i in chosen])
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen])
         if cut is not None:
             name, where = cut
@@ -479,6 +479,8 @@ class TrainingLoopPass(cst.CSTTransformer):
             return body
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
+        if python_object is not None:
+            defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
         defs = self._mixed_precision() + defs
         call_stmts[0] = call_stmts[0].with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
                                                                   else backward_stmt.leading_lines))
@@ -509,10 +511,12 @@ class TrainingLoopPass(cst.CSTTransformer):
             new_body = defs + new_body
         return new_body
 
-    def _keep_order(self, pre: list, chosen: list[int]) -> list[int]:
+    @staticmethod
+    def _keep_order(eff: list, chosen: list[int]) -> list[int]:
         """The statements left out of the step run after it. One that reads what a later
         statement of the step changes would see the changed value there: it joins the step
-        instead, so that every statement sees what it saw in torch."""
+        instead, so that every statement sees what it saw in torch. `eff`: the effects of
+        each statement of the block."""
         chosen = list(chosen)
         changed = True
         while changed and chosen:
@@ -520,9 +524,8 @@ class TrainingLoopPass(cst.CSTTransformer):
             for j in range(chosen[0] + 1, chosen[-1]):
                 if j in chosen:
                     continue
-                read = effects(pre[j])[0]
-                later = set().union(*(effects(pre[i])[2] for i in chosen if i > j))
-                if any(related(r, w) for r in read for w in later):
+                later = set().union(*(eff[i].changed for i in chosen if i > j))
+                if any(related(r, w) for r in eff[j].read for w in later):
                     chosen = sorted({*chosen, j})
                     changed = True
                     break
@@ -560,8 +563,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         for child in getattr(node, "body", ()) if not isinstance(node, cst.SimpleStatementLine) else ():
             if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            if isinstance(child, cst.With) and all(
-                    self._q(i.item.func if isinstance(i.item, cst.Call) else i.item) in NO_GRAD for i in child.items):
+            if self._is_no_grad(child):
                 continue
             if isinstance(child, cst.SimpleStatementLine):
                 yield child
@@ -572,6 +574,11 @@ class TrainingLoopPass(cst.CSTTransformer):
                     yield from self._statements(orelse.body if hasattr(orelse, "body") else orelse)
             elif isinstance(child, (cst.IndentedBlock, cst.SimpleStatementSuite)):
                 yield from self._statements(child)
+
+    def _is_no_grad(self, stmt) -> bool:
+        """`with torch.no_grad():` (or inference_mode) and nothing else."""
+        return isinstance(stmt, cst.With) and all(
+            self._q(i.item.func if isinstance(i.item, cst.Call) else i.item) in NO_GRAD for i in stmt.items)
 
     @staticmethod
     def _detached(stmt) -> bool:
@@ -791,8 +798,7 @@ class TrainingLoopPass(cst.CSTTransformer):
 
     def _manual_update(self, stmt):
         """`for p in model.parameters(): p.data -= lr * p.grad` (optionally under no_grad)."""
-        if isinstance(stmt, cst.With) and all(self._q(i.item.func if isinstance(i.item, cst.Call) else i.item) in NO_GRAD
-                                              for i in stmt.items):
+        if self._is_no_grad(stmt):
             inner = list(stmt.body.body)
             return self._manual_update(inner[0]) if len(inner) == 1 else None
         if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call)
@@ -909,15 +915,19 @@ class TrainingLoopPass(cst.CSTTransformer):
         return defs, call_stmts, new_post
 
     def _jit_def(self, name: str, args: str, lines: list[str]):
-        body = f"def {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
-        if self.uncompiled:
-            stmt, obj = self._stmt(body), self.uncompiled
-            message = (f"{name} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
-                       f"'{obj}', a Python object whose methods run on every step (a static graph would "
-                       f"run them once, or not compile): it trains like torch but slower")
-            self.reporter.flag("MSC109", message, *self._pos(self._loss_stmt_for_pos))
-            return stmt.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))])
-        return self._stmt(f"@{self._ref('mindspore.jit')}\n" + body)
+        code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
+        return self._stmt(code)
+
+    def _uncompiled(self, defs: list, step: str, python_object: str, backward_stmt) -> list:
+        """The definitions with the step's @jit replaced by a marker: its loss is computed
+        through a plain Python object."""
+        message = (f"{step} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
+                   f"'{python_object}', a Python object whose methods run on every step (a static graph "
+                   f"would run them once, or not compile): it trains like torch but slower")
+        self.reporter.flag("MSC109", message, *self._pos(backward_stmt))
+        marker = cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))
+        return [d.with_changes(decorators=[], leading_lines=[*d.leading_lines, marker])
+                if isinstance(d, cst.FunctionDef) and d.name.value == step else d for d in defs]
 
     def _python_objects_in(self, stmts: list) -> str | None:
         """The first plain Python object (see _PythonObjects) whose method the step calls."""
