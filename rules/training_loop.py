@@ -559,20 +559,14 @@ class TrainingLoopPass(cst.CSTTransformer):
         return None
 
     def _statements(self, node):
-        """Simple statements under `node`, not inside nested functions, classes or no_grad blocks."""
-        for child in getattr(node, "body", ()) if not isinstance(node, cst.SimpleStatementLine) else ():
-            if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
-                continue
-            if self._is_no_grad(child):
+        """Simple statements under `node` (in every branch: elif/else, try/except/finally), not
+        inside nested functions, classes or no_grad blocks."""
+        for child in node.children:
+            if isinstance(child, (cst.FunctionDef, cst.ClassDef)) or self._is_no_grad(child):
                 continue
             if isinstance(child, cst.SimpleStatementLine):
                 yield child
-            elif isinstance(child, cst.BaseCompoundStatement):
-                yield from self._statements(child.body)
-                orelse = getattr(child, "orelse", None)
-                if orelse is not None:
-                    yield from self._statements(orelse.body if hasattr(orelse, "body") else orelse)
-            elif isinstance(child, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            elif not isinstance(child, cst.BaseExpression):   # statements live in blocks only
                 yield from self._statements(child)
 
     def _is_no_grad(self, stmt) -> bool:
