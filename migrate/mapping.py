@@ -106,6 +106,9 @@ class ApiRecord:
         return self.torch.rsplit(".", 1)[1]
 
 
+_BY_TORCH_ARG = ("rename", "values", "reject", "review", "dtype_review")
+
+
 class MappingError(ValueError):
     pass
 
@@ -117,6 +120,12 @@ def _load_file(path: Path) -> list[ApiRecord]:
     records = []
     for name, raw in data.get("api", {}).items():
         merged = {**defaults, **raw}
+        if "args" in merged:
+            # a table-wide default keyed by torch argument names applies where the record has it
+            params = {a.lstrip("*") for a in merged["args"]}
+            for key in _BY_TORCH_ARG:
+                if key in defaults and key not in raw:
+                    merged[key] = {k: v for k, v in defaults[key].items() if k in params}
         unknown = set(merged) - _FIELDS
         if unknown:
             raise MappingError(f"{path.name}: {name}: unknown fields {sorted(unknown)}")

@@ -87,3 +87,50 @@ def test_legacy_elementwise_mean_reduction_is_mean(tmp_path):
                    "print('mse %.6f' % mse(logits, logits * 0.5).item())\n")
     outs = [" ".join(out).split() for out in _outputs(src, convert_source(src.read_text(), src.name).code, tmp_path)]
     assert len(outs[0]) == 4 and outs[0] == outs[1], outs
+
+
+LEGACY_REDUCTIONS = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+logits = torch.tensor([[0.2, 1.5, -0.3], [1.0, 0.1, 0.4]])
+target = torch.tensor([1, 0])
+probs = torch.sigmoid(logits)
+half = logits * 0.5
+cases = {
+    'mse sum': nn.MSELoss(size_average=False)(logits, half),
+    'mse none': nn.MSELoss(reduce=False)(logits, half),
+    'mse mean': nn.MSELoss(size_average=True, reduce=True)(logits, half),
+    'l1 none over reduction': nn.L1Loss(reduce=False, reduction='sum')(logits, half),
+    'ce sum': nn.CrossEntropyLoss(size_average=False)(logits, target),
+    'nll none': nn.NLLLoss(None, None, -100, False)(F.log_softmax(logits, 1), target),
+    'bce sum': nn.BCELoss(size_average=False)(probs, torch.ones(2, 3)),
+    'F mse sum': F.mse_loss(logits, half, size_average=False),
+    'F ce none': F.cross_entropy(logits, target, reduce=False),
+    'F l1 sum positional': F.l1_loss(logits, half, False),
+    'F smooth l1 defaults': F.smooth_l1_loss(logits, half, size_average=None, reduce=None),
+}
+for name, value in cases.items():
+    print(name, [round(v, 5) for v in value.reshape(-1).tolist()])
+"""
+
+
+@pytest.mark.framework
+def test_legacy_size_average_and_reduce_become_reduction(tmp_path):
+    """`size_average=False` / `reduce=False` (pre-1.0 torch, still accepted): MindSpore has only
+    `reduction`; they were dropped with a marker, a sum becoming a mean. Now each call computes
+    torch's numbers, positional legacy arguments included; `reduction=` given next to them is
+    ignored, as torch does."""
+    src = tmp_path / "legacy_reductions.py"
+    src.write_text(LEGACY_REDUCTIONS)
+    result = convert_source(src.read_text(), src.name)
+    assert not [d for d in result.diagnostics if "size_average" in d.message or "reduce" in d.message]
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 11 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+def test_legacy_reduction_known_only_at_run_time_is_marked():
+    result = convert_source("import torch\ndef f(avg):\n    return torch.nn.MSELoss(size_average=avg)\n", "m.py")
+    assert any(d.code == "MSC105" and "size_average" in d.message for d in result.diagnostics)
+    assert "nn.MSELoss()" in result.code   # dropped, with the marker

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from msmigrate.engine import literal_value
+
 
 def int32_target(site):
     """`criterion(out, y)` -> `criterion(out, y.astype(mindspore.int32))`: MindSpore's
@@ -32,9 +34,53 @@ def _is_cast(expr) -> bool:
             and expr.func.attr.value == "astype")
 
 
+_LEGACY = ("size_average", "reduce")
+
+
+def _legacy_reduction(site):
+    """What torch makes of `size_average=` / `reduce=` (its _Reduction.legacy_get_string): None
+    when neither is given (or both are None), "?" when a value is not a literal bool/None,
+    else 'none' / 'mean' / 'sum'. Given, they override `reduction=`."""
+    values = {}
+    for name in _LEGACY:
+        arg = site.bound.get(name)
+        if arg is None:
+            continue
+        try:
+            values[name] = literal_value(arg.value)
+        except (ValueError, SyntaxError):
+            return "?"
+        if values[name] not in (True, False, None, 0, 1):
+            return "?"
+    if all(values.get(name) is None for name in _LEGACY):
+        return None
+    size_average = True if values.get("size_average") is None else bool(values["size_average"])
+    reduce = True if values.get("reduce") is None else bool(values["reduce"])
+    return "none" if not reduce else "mean" if size_average else "sum"
+
+
+def legacy_reduction(value, site):
+    """torch's pre-1.0 `size_average=False` / `reduce=False` -> the `reduction=` they stand for
+    (MindSpore has only `reduction`): the first legacy argument of the call carries it, the
+    other (and any `reduction=`, which torch ignores then) are dropped."""
+    legacy = _legacy_reduction(site)
+    if legacy is None:
+        return None                       # size_average=None / reduce=None: torch's defaults
+    if legacy == "?":
+        site.flag("MSC105", f"{site.qualname}: size_average/reduce given as a value known only at run "
+                            f"time; write reduction='mean'/'sum'/'none' (argument dropped)")
+        return None
+    first = next(name for name in site.bound if name in _LEGACY)
+    if site.bound[first].value is not value:
+        return None
+    return {"reduction": cst.SimpleString(repr(legacy))}
+
+
 def reduction(value, site):
     """reduction='elementwise_mean' (torch's name for 'mean' before 1.0, still accepted) -> 'mean';
-    MindSpore's losses reject it."""
+    MindSpore's losses reject it. Dropped where legacy size_average/reduce decide it."""
+    if _legacy_reduction(site) not in (None, "?"):
+        return None
     if isinstance(value, cst.SimpleString) and value.evaluated_value == "elementwise_mean":
         return value.with_changes(value=value.value.replace("elementwise_mean", "mean"))
     return value
