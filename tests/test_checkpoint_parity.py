@@ -279,3 +279,40 @@ def test_calculate_gain_values():
     exec(code, ns)
     assert ns["g1"] == pytest.approx(math.sqrt(2.0 / (1 + 0.2 ** 2)))
     assert ns["g2"] == pytest.approx(math.sqrt(2.0)) and ns["g3"] == pytest.approx(5.0 / 3)
+
+
+# ---- torch.save of plain data --------------------------------------------------------------
+PICKLED_DATA = '''
+import json
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(3, 2)
+torch.save(model.state_dict(), 'model.pt')
+stats = {'mean': np.array([0.5, 1.5]), 'losses': [0.25, 0.125], 'vocab': {'a': 0, 'b': 1}}
+torch.save(stats, 'stats.pt')
+torch.save(np.arange(6).reshape(2, 3), 'array.pt')
+torch.save(torch.tensor([[1.0, 2.0], [3.0, 4.5]]), f'tensor_{1}.pt')
+torch.save({'model': model.state_dict(), 'epoch': 4}, 'ckpt.pt')
+
+back = torch.load('stats.pt', weights_only=False)   # numpy inside: torch >= 2.6 needs it
+arr = torch.load('array.pt', weights_only=False)
+t = torch.load(f'tensor_{1}.pt')
+ckpt = torch.load('ckpt.pt')
+model.load_state_dict(torch.load('model.pt'))
+print(json.dumps({'mean': back['mean'].tolist(), 'losses': back['losses'], 'vocab': back['vocab'],
+                  'array': arr.tolist(), 'tensor': t.tolist(), 'epoch': int(ckpt['epoch'])}))
+'''
+
+
+def test_plain_data_saved_with_torch_save_stays_a_pickle():
+    """torch.save of an array, a dict of lists or a Tensor pickles it; MindSpore checkpoints hold
+    only parameters and scalars: such saves were refused (MSC102, the file stopped). They pickle,
+    and the loads of the paths the file pickled to unpickle; parameter tables stay checkpoints."""
+    code = _convert(PICKLED_DATA)
+    assert "torch" not in "".join(line.split("#")[0] for line in code.splitlines()), code
+    assert code.count("pickle.loads(") == 3 and "ms.load_checkpoint('model.ckpt')" in code, code
+    want = run_script(PICKLED_DATA)
+    got = run_script(code)
+    assert got == want

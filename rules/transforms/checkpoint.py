@@ -65,10 +65,61 @@ def _is_cell(site, expr) -> bool:
     return rec is not None and rec.torch.startswith(("torch.nn.", "torch.optim."))
 
 
+def _is_table(node) -> bool:
+    """A parameter table, before (`m.state_dict()`) or after (`m.parameters_dict()`) conversion."""
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("state_dict", "parameters_dict"))
+
+
+def _pickled(site, obj) -> bool:
+    """torch.save of plain data (an array, a list of losses, a vocabulary, a Tensor): no parameter
+    table, no dict holding one, no module or optimizer. It stays a pickle: MindSpore Tensors pickle,
+    a MindSpore checkpoint holds only parameters and scalars."""
+    if _is_table(obj) or _is_cell(site, obj):
+        return False
+    if isinstance(obj, cst.Dict):
+        return not any(isinstance(el, cst.StarredDictElement) or _is_table(el.value) for el in obj.elements)
+    return True
+
+
+def _pickled_paths(site) -> set[str]:
+    """The code of every path the file's torch.save calls pickle to (see `_pickled`)."""
+    found = getattr(site.rw, "pickled_paths", None)   # once per file
+    if found is None:
+        imports = site.rw.ctx.names.imports
+        found = set()
+
+        class Saves(cst.CSTVisitor):
+            def visit_Call(self, node):
+                name = dotted(node.func)
+                if name is None:
+                    return
+                head, _, rest = name.partition(".")
+                if ".".join(filter(None, (imports.get(head, head), rest))) != "torch.save":
+                    return
+                pos = [a.value for a in node.args if a.keyword is None and not a.star]
+                kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+                obj = pos[0] if pos else kw.get("obj")
+                path = pos[1] if len(pos) > 1 else kw.get("f")
+                if obj is not None and path is not None and _pickled(site, obj):
+                    found.add(site.code(path))
+
+        site.rw.module.visit(Saves())
+        site.rw.pickled_paths = found
+    return found
+
+
+def _pickle_save(site, obj, path):
+    return site.expr("{Path}({p}).write_bytes({dumps}({obj}))", Path=site.ref("pathlib.Path"), p=path,
+                     dumps=site.ref("pickle.dumps"), obj=obj)
+
+
 def save(site):
     obj, path = site.arg("obj"), site.arg("f")
     if obj is None or path is None:
         raise Unconvertible("torch.save without obj and f", "manual")
+    if _pickled(site, obj):
+        return _pickle_save(site, obj, path)
     save_fn = site.ref("mindspore.save_checkpoint")
     owner = _params_of(obj)
     if owner is not None:  # torch.save(model.state_dict(), p)
@@ -100,8 +151,6 @@ def _save_dict(site, obj: cst.Dict, save_fn, path):
                                 f"table or a scalar (append_dict takes int, float, bool, str)", "manual")
         else:
             extras.append(el.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-    if not tables:
-        raise Unconvertible("a checkpoint dict without state_dicts", "manual")
     merged = tables[0] if len(tables) == 1 else cst.Dict([cst.StarredDictElement(t) for t in tables])
     args = [cst.Arg(merged), cst.Arg(_ckpt_path(site, site.arg("f")))]
     if extras:
@@ -118,6 +167,9 @@ def load(site):
     path = site.arg("f")
     if path is None:
         raise Unconvertible("torch.load without a file", "manual")
+    if site.code(path) in _pickled_paths(site):   # what this file pickled with torch.save
+        return site.expr("{loads}({Path}({p}).read_bytes())", loads=site.ref("pickle.loads"),
+                         Path=site.ref("pathlib.Path"), p=path)
     try:
         weights_only = site.literal("weights_only", None)
     except ValueError:
