@@ -48,13 +48,14 @@ import msmigrate.rules
 
 RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
-METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
-                   "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
-                   "torch.utils.data.distributed.DistributedSampler.",
-                   "torch.nn.parallel.DistributedDataParallel.") + ("torch.amp.GradScaler.",)
 # methods of these classes apply only where the receiver is known to be one of their objects
 # (`scaler = GradScaler(...)`; `scaler.state_dict()`): their names are too common to guess
 CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.",)
+METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
+                   "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
+                   "torch.utils.data.distributed.DistributedSampler.",
+                   "torch.nn.parallel.DistributedDataParallel.",
+                   "torch.utils.tensorboard.SummaryWriter.") + CLASS_BOUND_PREFIXES
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
