@@ -1,0 +1,39 @@
+"""torch.autograd.Function -> nn.Cell with bprop (rules/autograd_function.py), run against torch:
+fixtures/programs/autograd_function.py trains a model through four custom Functions (a
+straight-through sign whose autodiff gradient would be zero, a ctx attribute with a None
+gradient, a saved output, a saved intermediate) and prints losses and a weight sum per step."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from msmigrate import convert_source
+from test_values_change_type import _outputs, _same_line
+
+
+@pytest.mark.framework
+def test_custom_functions_train_like_torch(tmp_path):
+    src = FIXTURES / "programs" / "autograd_function.py"
+    result = convert_source(src.read_text(), src.name)
+    code = result.code
+    assert "torch" not in "".join(line.split("#")[0] for line in code.splitlines()), code
+    assert code.count("def bprop(") == 4 and "@ms.jit" in code
+    want, got = _outputs(src, code, tmp_path)
+    assert len(want) == 4 and len(got) == 4, (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    assert want[0].split("w1")[1] != want[-1].split("w1")[1]   # the sign's hand-written gradient trains fc1
+
+
+@pytest.mark.parametrize("body", [
+    "ctx.save_for_backward(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n"
+    "        return g if ctx.needs_input_grad[0] else None\n",
+    "ctx.mark_dirty(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n        return g\n",
+    "return x, x\n    @staticmethod\n    def backward(ctx, g1, g2):\n        return g1, g2\n",
+])
+def test_what_bprop_cannot_express_stops_the_file(body):
+    src = ("import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+           f"        {body}")
+    result = convert_source(src, "f.py")
+    codes = {d.code for d in result.diagnostics}
+    assert "MSC102" in codes and "MSC108" in codes, result.diagnostics
+    assert any("nn.Cell with a bprop" in d.message for d in result.diagnostics)
