@@ -386,20 +386,185 @@ class TrainingLoopPass(cst.CSTTransformer):
         if len(backwards) == 1:
             body = self._rewrite(body, backwards[0])
         elif backwards:
-            # several backward passes in one step (GANs, multi-optimizer schemes): a second
-            # forward_fn would see the first step's outputs as constants and lose gradients
-            for i in backwards:
-                body[i] = self._flag(body[i], "manual", "several backward passes in one training "
-                                     "step: write one ms.value_and_grad per optimizer by hand, "
-                                     "recomputing shared forward outputs inside each forward_fn")
+            body = self._rewrite_several(body, backwards)
         out = []
         for stmt in body:
             out.extend(self.ready.pop(id(stmt), ()))
             out.append(stmt)
         return out
 
+    # ---- several backward passes in one block ------------------------------------------
+    def _rewrite_several(self, body: list, backwards: list[int]) -> list:
+        """A block with several backward passes (GANs: a discriminator step, then a generator
+        step): one compiled step per optimizer step, in torch's order. The backward passes
+        before one optimizer step add up their gradients: one step differentiates their sum.
+        Each step's forward_fn computes again what it needs from an earlier step and depends on
+        its own parameters (`fake = G(z)` for the generator's step); what does not (a detached
+        fake for the discriminator) comes in as the value torch used."""
+        groups, waiting = [], []
+        for i, stmt in enumerate(body):
+            if i in backwards:
+                waiting.append(i)
+            elif waiting and self._optimizer_step(stmt) is not None:
+                end = i + 1
+                while end < len(body) and self._optimizer_step(body[end]) is not None:
+                    end += 1
+                groups.append((waiting, i, end))
+                waiting = []
+        why = None
+        if waiting:
+            why = ("several backward passes in one block, the last without an optimizer step after it: "
+                   "convert this step by hand with ms.value_and_grad")
+        else:
+            for bws, _, _ in groups:
+                for i in bws:
+                    call = _method_stmt(body[i], "backward")
+                    if any(a.keyword is None or a.keyword.value != "retain_graph" for a in call.args):
+                        why = (f"backward({self._code(call.args[0].value) if call.args else ''}...) with "
+                               f"arguments, among several backward passes: convert this step by hand")
+        for bws, _, _ in groups:
+            between = "".join(self._code(body[j]) for j in range(bws[0], bws[-1]))
+            if why is None and (".step(" in between or ".grad" in between):
+                why = ("several backward passes in one block, with an update between them that is no "
+                       "plain optimizer step: convert this step by hand")
+        if why is None:
+            why = self._accumulated_elsewhere(body, groups)
+        if why is not None:
+            for i in backwards:
+                body[i] = self._flag(body[i], "manual", why)
+            return body
+
+        optimizers = [self._optimizer_step(body[s]) for _, s, _ in groups]
+        out, earlier, start = [], {"stmts": [], "steps": []}, 0
+        renames = self._renames(list(dict.fromkeys(o for _, s, e in groups for o in
+                                                   map(self._optimizer_step, body[s:e]) if o)))
+        for k, (bws, step_at, end) in enumerate(groups):
+            end = end if k < len(groups) - 1 else len(body)
+            window = list(body[start:end])
+            last = bws[-1] - start
+            if len(bws) > 1:   # loss1.backward(); loss2.backward(): the gradient of their sum
+                receivers = [_method_stmt(body[i], "backward").func.value for i in bws]
+                terms = " + ".join(self._code(r) if isinstance(r, (cst.Name, cst.Attribute)) else f"({self._code(r)})"
+                                   for r in receivers)
+                summed = self._stmt(f"({terms}).backward()").with_changes(leading_lines=body[bws[-1]].leading_lines)
+                self.originals[id(summed)] = self.originals.get(id(body[bws[-1]]), body[bws[-1]])
+                window[last] = summed
+                window = [s for j, s in enumerate(window) if j + start not in bws[:-1]]
+                last -= len(bws) - 1
+            window_earlier = {"stmts": list(earlier["stmts"]), "steps": list(earlier["steps"]),
+                              "at": bws[0]}
+            out += self._rewrite(window, last, window_earlier if k else None, renames if k == 0 else ())
+            for j in range(start, end):
+                stmt = body[j]
+                if j in bws or self._is_zero_grad(stmt):
+                    continue
+                opt = self._optimizer_step(stmt)
+                if opt is not None:
+                    earlier["steps"].append((j, opt, stmt))
+                elif j < bws[-1]:
+                    earlier["stmts"].append((j, stmt))
+            start = end
+        return out
+
+    def _names_network(self, stmt, leaves: set[str]) -> bool:
+        """Whether a statement calls or names one of these networks, or calls a function of
+        this file that names one."""
+        if not leaves:
+            return False
+        for n in _walk(stmt):
+            if isinstance(n, cst.Name) and n.value in leaves - {"self"}:
+                return True
+            if isinstance(n, cst.Attribute) and n.attr.value in leaves and dotted(n.value) == "self":
+                return True
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+                fn = self._functions().get(n.func.value)
+                if fn is not None and any(isinstance(m, cst.Name) and m.value in leaves - {"self"}
+                                          for m in _walk(fn.body)):
+                    return True
+        return False
+
+    def _functions(self) -> dict:
+        if getattr(self, "_module_functions", None) is None:
+            self._module_functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        return self._module_functions
+
+    def _leaves(self, optimizers: list[str]) -> set[str]:
+        return {h.rsplit(".", 1)[-1] for h in self._holders(optimizers)}
+
+    def _recompute(self, earlier: dict, free: set[str], step):
+        """The statements of earlier steps that this step computes again (original nodes, in
+        order), or why it cannot: a value it needs depends on its own parameters and was
+        computed before another optimizer changed parameters it was computed with (torch
+        differentiates the graph it recorded then), or it draws random numbers."""
+        stmts = [s for _, s in earlier["stmts"]]
+        chain, _ = backward_slice(stmts, free & writes_of(stmts))
+        mine = self._leaves([step["optimizer"], *step.get("others", ())])
+        tainted: set[str] = set()
+        out = []
+        for i in chain:
+            pos, stmt = earlier["stmts"][i]
+            e = effects(stmt)
+            if not (any(related(r, t) for r in e.read for t in tainted) or self._names_network(stmt, mine)):
+                continue   # a constant for this step: it comes in as torch computed it
+            tainted |= e.changed
+            line = f"'{', '.join(sorted(e.binds or e.changed))}' (line {self._pos(stmt)[0]})"
+            if self._draws_random(stmt):
+                return (f"the loss of this step depends on {line}, computed before an earlier "
+                        f"optimizer step of this block and drawing random numbers: computing it again "
+                        f"inside this step would draw other ones; convert this step by hand")
+            for at, opt, step_stmt in earlier["steps"]:
+                changed = self._leaves([opt])
+                if pos < at < earlier["at"] and self._names_network(stmt, changed):
+                    return (f"the loss of this step depends on {line}, computed with parameters that "
+                            f"{opt}.step() (line {self._pos(step_stmt)[0]}) changes before this "
+                            f"backward pass: torch differentiates the values computed before the update "
+                            f"(recent torch raises 'modified by an inplace operation' here), a step computing "
+                            f"them again would use the updated ones; compute them after {opt}.step(), or "
+                            f"convert this step by hand")
+            out.append(stmt)
+        return out
+
+    def _draws_random(self, stmt) -> bool:
+        for n in _walk(stmt):
+            if isinstance(n, cst.Call):
+                q = self._q(n.func)
+                leaf = q.rsplit(".", 1)[-1]
+                if q.startswith("torch.") and (leaf.startswith(("rand", "normal", "bernoulli", "multinomial"))
+                                               or "dropout" in leaf):
+                    return True
+        return False
+
+    def _accumulated_elsewhere(self, body: list, groups) -> str | None:
+        """Why the gradients an optimizer step applies are not those of its own backward passes
+        alone: another backward pass whose loss reaches its parameters runs after its last
+        zero_grad (torch adds the two up)."""
+        losses = {}
+        for bws, _, _ in groups:
+            for i in bws:
+                receiver = _method_stmt(body[i], "backward").func.value
+                needed = reads(receiver)
+                stmts = [s for s in body[:i] if _method_stmt(s, "backward") is None]
+                chain, _ = backward_slice(stmts, needed)
+                losses[i] = [stmts[j] for j in chain] + [body[i]]
+        for bws, step_at, end in groups:
+            opts = [o for o in map(self._optimizer_step, body[step_at:end]) if o]
+            leaves = self._leaves(opts)
+            holders = self._holders(opts) | set(opts)
+            n = len(body)
+            for back in range(1, n):
+                j = (bws[0] - back) % n
+                call = _method_stmt(body[j], "zero_grad")
+                if call is not None and (dotted(call.func.value) in holders or
+                                         (dotted(call.func.value) or "").rsplit(".", 1)[-1] in leaves):
+                    break
+                if j in losses and j not in bws and any(self._names_network(s, leaves) for s in losses[j]):
+                    return (f"several backward passes in one block: {', '.join(opts)} would apply the gradients "
+                            f"of the backward pass at line {self._pos(body[j])[0]} too (no zero_grad of "
+                            f"{', '.join(opts)} between them, so torch adds them up): convert this step by hand")
+        return None
+
     # ---- the rewrite -------------------------------------------------------------------
-    def _rewrite(self, body: list, b: int) -> list:
+    def _rewrite(self, body: list, b: int, earlier=None, renames=()) -> list:
         backward_stmt = body[b]
         call = _method_stmt(backward_stmt, "backward")
         receiver = call.func.value
@@ -412,11 +577,27 @@ class TrainingLoopPass(cst.CSTTransformer):
         post = [s for s in body[b + 1:] if not self._is_zero_grad(s)]
 
         step = self._find_step(post, scaler)
-        if step is not None and step.get("optimizer") in self.unconvertible:
-            body[b] = self._flag(backward_stmt, "manual", f"{self.unconvertible[step['optimizer']]} "
-                                 f"({step['optimizer']}) has no MindSpore counterpart: the training "
-                                 f"step is left as it was; rewrite it by hand")
-            return body
+        for opt in ([step.get("optimizer"), *step.get("others", ())] if step is not None else []):
+            if opt in self.unconvertible:
+                body[b] = self._flag(backward_stmt, "manual", f"{self.unconvertible[opt]} "
+                                     f"({opt}) has no MindSpore counterpart: the training "
+                                     f"step is left as it was; rewrite it by hand")
+                return body
+        if step is not None and step.get("others"):
+            why = None
+            if self.data_parallel:
+                why = "with DistributedDataParallel"
+            elif any(self._binding_loop(o) for o in [step["optimizer"], *step["others"]]):
+                why = "bound by a loop"
+            else:
+                step["clip_parts"] = self._clip_parts(step)
+                if step["clip_parts"] is None:
+                    why = "with a gradient clip over parameters of some of them"
+            if why:
+                body[b] = self._flag(backward_stmt, "manual", f"several optimizers stepped after one "
+                                     f"backward pass ({', '.join([step['optimizer'], *step['others']])}) "
+                                     f"{why}: convert this step by hand")
+                return body
         if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
@@ -452,11 +633,23 @@ class TrainingLoopPass(cst.CSTTransformer):
                 free = backward_slice(slice_stmts, {loss_name})[1]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen]
         first_slice_at = chosen[0] if chosen else len(pre)
+        own_stmts = slice_stmts
+        recomputed = []
+        if earlier is not None and free & writes_of([s for _, s in earlier["stmts"]]):
+            # values an earlier step of this block computed: those that depend on this step's
+            # parameters are computed again inside it, the others come in as they are
+            recomputed = self._recompute(earlier, free, step)
+            if isinstance(recomputed, str):
+                body[b] = self._flag(backward_stmt, "manual", recomputed)
+                return body
+            if recomputed:
+                slice_stmts = recomputed + slice_stmts
+                free = backward_slice(slice_stmts + ([loss_stmt] if loss_stmt else []), {loss_name})[1]
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
-        python_object = self._python_objects_in([pre[i] for i in chosen])
-        cut = self._cut_input(step, inputs, [pre[i] for i in chosen])
+        python_object = self._python_objects_in([pre[i] for i in chosen] + recomputed)
+        cut = self._cut_input(step, inputs, [pre[i] for i in chosen] + recomputed)
         if cut is not None:
             name, where = cut
             body[b] = self._flag(backward_stmt, "manual", f"the loss depends on '{name}', computed by the "
@@ -470,7 +663,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         per_object = self._binding_loop(step["optimizer"]) if "optimizer" in step else None
         if per_object is not None:
             inputs = [n for n in inputs if n not in _target_names(per_object.target)]
-        outputs = self._outputs(slice_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
+        outputs = self._outputs(own_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
         if step["kind"] == "accumulate" and (reads(step["if"].test) & (writes_of(slice_stmts) | {loss_name})):
@@ -481,9 +674,22 @@ class TrainingLoopPass(cst.CSTTransformer):
                                                 inputs, outputs, post, scaler)
         if python_object is not None:
             defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
-        defs = self._mixed_precision() + defs
-        call_stmts[0] = call_stmts[0].with_changes(leading_lines=(slice_stmts[0].leading_lines if slice_stmts
+        if step.get("others"):
+            renames = self._renames([step["optimizer"], *step["others"]])
+        if renames:   # the blank line before the definitions goes before the renames
+            renames = [renames[0].with_changes(leading_lines=defs[0].leading_lines), *renames[1:]]
+            defs[0] = defs[0].with_changes(leading_lines=[])
+        defs = self._mixed_precision() + list(renames) + defs
+        call_stmts[0] = call_stmts[0].with_changes(leading_lines=(own_stmts[0].leading_lines if own_stmts
                                                                   else backward_stmt.leading_lines))
+        again = [s for s in recomputed if self._names_network(s, self._leaves(list(self.optimizers)))]
+        if again and "BatchNorm" in self.module.code:
+            line, col = self._pos(backward_stmt)
+            marker = self.reporter.flag("review", f"this step computes line {self._pos(again[0])[0]} again "
+                                        f"(it differentiates through it): a BatchNorm in that network updates "
+                                        f"its running statistics once more per iteration than in torch", line, col)
+            call_stmts[0] = call_stmts[0].with_changes(
+                leading_lines=[*call_stmts[0].leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
         new_body = rest_pre[:first_slice_at] + hoisted + call_stmts + rest_pre[first_slice_at:] + post
 
         loop = self.loops[-1][0] if self.loops[-1] else None
@@ -542,7 +748,7 @@ class TrainingLoopPass(cst.CSTTransformer):
             self.module.visit(self._holder_scan)
         scan = self._holder_scan
         holders = {step["model"]} if step["kind"] == "manual" else \
-            (scan.by_name.get(step.get("optimizer") or "") or scan.all)
+            self._holders([step.get("optimizer") or "", *step.get("others", ())])
         leaves = {h.rsplit(".", 1)[-1] for h in holders}
         if not leaves:
             return None
@@ -557,6 +763,16 @@ class TrainingLoopPass(cst.CSTTransformer):
             if self._calls_network(stmt, leaves):
                 return sorted(writes(stmt) & wanted)[0], stmt
         return None
+
+    def _holders(self, optimizers: list[str]) -> set[str]:
+        """The networks these optimizers train (every network holding parameters an optimizer
+        is built from, when one of them is not known)."""
+        if self._holder_scan is None:
+            self._holder_scan = _ParameterHolders()
+            self.module.visit(self._holder_scan)
+        scan = self._holder_scan
+        found = [scan.by_name.get(o) for o in optimizers]
+        return set().union(*found) if all(found) else set(scan.all)
 
     def _statements(self, node):
         """Simple statements under `node` (in every branch: elif/else, try/except/finally), not
@@ -761,8 +977,14 @@ class TrainingLoopPass(cst.CSTTransformer):
                         return {"kind": "plain", "optimizer": opt, "clips": clips, "before": rest,
                                 "after": tail}
                     if meth == "step" and not call.args and self._is_optimizer(recv):
-                        return {"kind": "plain", "optimizer": recv, "clips": clips, "before": rest,
-                                "after": post[i + 1:]}
+                        # `encoder_optimizer.step(); decoder_optimizer.step()` after one backward:
+                        # one step over both optimizers' parameters
+                        others, j = [], i + 1
+                        while j < len(post) and self._optimizer_step(post[j]) not in (None, recv, *others):
+                            others.append(self._optimizer_step(post[j]))
+                            j += 1
+                        return {"kind": "plain", "optimizer": recv, "others": others, "clips": clips,
+                                "before": rest, "after": post[j:]}
             if isinstance(stmt, cst.If):
                 inner = self._find_step(list(stmt.body.body), scaler)
                 if inner is not None and inner["kind"] == "plain" and not scaler:
@@ -776,6 +998,14 @@ class TrainingLoopPass(cst.CSTTransformer):
                 return {"kind": "manual", "clips": clips, "before": rest, "after": post[i + 1:], **manual}
             rest.append(stmt)
         return None
+
+    def _optimizer_step(self, stmt) -> str | None:
+        """The optimizer of a statement `opt.step()`, else None."""
+        call = _method_stmt(stmt, "step")
+        if call is None or call.args:
+            return None
+        recv = dotted(call.func.value)
+        return recv if self._is_optimizer(recv) else None
 
     def _is_optimizer(self, name: str | None) -> bool:
         if name is None:
@@ -818,6 +1048,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         body_stmts = [inner for s in slice_stmts for inner in self._strip_autocast(s)]
         body_stmts += [loss_stmt] if loss_stmt else []
         forward = forward.with_changes(body=forward.body.with_changes(body=[*body_stmts, *forward.body.body]))
+        if step.get("others"):
+            return self._generate_union(step, names, forward, loss_name, inputs, outputs, post)
 
         if step["kind"] == "manual":
             params = self.fresh("params")
@@ -907,6 +1139,87 @@ class TrainingLoopPass(cst.CSTTransformer):
                                                      body=if_stmt.body.with_changes(body=rest)))
         new_post += step["after"]
         return defs, call_stmts, new_post
+
+    def _generate_union(self, step, names, forward, loss_name, inputs, outputs, post):
+        """One backward, several optimizers stepped after it: one compiled step differentiates
+        the loss w.r.t. all their parameters and hands back the gradients; each optimizer
+        applies its part in its own compiled function (two optimizers in one graph would
+        bring two Parameters of one name, e.g. both learning rates)."""
+        ms_ = lambda q: self._ref(q)  # noqa: E731
+        opts = [step["optimizer"], *step["others"]]
+        args = ", ".join(inputs)
+        rets = [loss_name, *outputs]
+        aux = bool(outputs)
+        wrt = " + ".join(f"{o}.parameters" for o in opts)
+        grad = self._stmt(f"{names['grad']} = {ms_('mindspore.value_and_grad')}({names['forward']}, None, "
+                          f"{wrt}{', has_aux=True' if aux else ''})")
+        unpack = f"({', '.join(rets)}), grads" if aux else f"{loss_name}, grads"
+        lines = [f"{unpack} = {names['grad']}({args})"]
+        global_clips, own_clips = step["clip_parts"]
+        clip_lines, norm_names = self._clip_lines(global_clips)
+        lines += clip_lines
+        lines.append(f"return {', '.join(rets + norm_names)}, grads")
+        defs = [forward, grad, self._jit_def(names["step"], args, lines)]
+        defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
+        grads = self.fresh("grads")
+        call_stmts = [self._stmt(f"{', '.join(rets + norm_names)}, {grads} = {names['step']}({args})")]
+        offset = "0"
+        for opt in opts:
+            apply = self.fresh(f"apply_{opt.rsplit('.', 1)[-1]}")
+            part_lines, part_norms = self._clip_lines(own_clips.get(opt, []))
+            ret = [f"return {', '.join(part_norms)}"] if part_norms else []
+            defs.append(self._jit_def(apply, "grads", [*part_lines, f"{opt}(grads)", *ret]))
+            end = f"len({opt}.parameters)" if offset == "0" else f"{offset} + len({opt}.parameters)"
+            target = f"{', '.join(part_norms)} = " if part_norms else ""
+            call_stmts.append(self._stmt(f"{target}{apply}({grads}[{'' if offset == '0' else offset}:{end}])"))
+            offset = end
+        return defs, call_stmts, [*step["before"], *step["after"]]
+
+    def _clip_parts(self, step):
+        """The clips of a step over several optimizers: those over every optimizer's parameters
+        (clipped together, as torch does) and those over one optimizer's (clipped with it).
+        None when a clip's parameters are neither."""
+        if self._holder_scan is None:
+            self._holder_scan = _ParameterHolders()
+            self.module.visit(self._holder_scan)
+        opts = [step["optimizer"], *step["others"]]
+        holders = {o: self._holder_scan.by_name.get(o, set()) for o in opts}
+        whole, own = [], {}
+        for clip in step["clips"]:
+            call = _call_of(clip)
+            first = call.args[0].value if call.args else None
+            roots = _ParameterHolders._roots(first) if first is not None else set()
+            if isinstance(first, cst.Name) and first.value in self._holder_scan.by_name:
+                roots |= self._holder_scan.by_name[first.value]
+            mine = [o for o in opts if roots and holders[o] and roots <= holders[o]]
+            if len(mine) == 1:
+                own.setdefault(mine[0], []).append(clip)
+            elif roots and all(holders[o] and holders[o] <= roots for o in opts):
+                whole.append(clip)
+            else:
+                return None
+        return whole, own
+
+    def _renames(self, optimizers: list[str]) -> list:
+        """`G.update_parameters_name('G.')` for every network trained by these optimizers:
+        MindSpore names a parameter by its path in its network, so two networks (`0.weight` of
+        two Sequentials, `embedding.embedding_table` of an encoder and a decoder) compiled into
+        one step would bring two parameters of one name, which graph mode rejects."""
+        if self._holder_scan is None:
+            self._holder_scan = _ParameterHolders()
+            self.module.visit(self._holder_scan)
+        holders = []
+        for opt in optimizers:
+            for h in sorted(self._holder_scan.by_name.get(opt, ())):
+                if h not in holders:
+                    holders.append(h)
+        if len(holders) < 2:
+            return []
+        out = []
+        for h in holders:
+            prefix = h[5:] if h.startswith("self.") else h
+            out.append(self._stmt(f"{h}.update_parameters_name({prefix + '.'!r})"))
+        return out
 
     def _jit_def(self, name: str, args: str, lines: list[str]):
         code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)

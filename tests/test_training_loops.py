@@ -129,13 +129,14 @@ def test_accelerate_program_trains_like_its_plain_torch_twin(tmp_path):
 
 
 def test_a_training_step_left_as_torch_stops_the_file_at_its_top():
-    """Two backward passes in one step (a GAN) are not converted: the step's zero_grad / backward /
-    step would be called on MindSpore objects halfway through training, so the program stops at
-    its top instead, naming the step's line in the converted file; converting again keeps it."""
+    """A GAN step whose D update applies the generator's gradients too (no zero_grad of opt_d
+    between the two backward passes) is not converted: the step's zero_grad / backward / step
+    would be called on MindSpore objects halfway through training, so the program stops at its
+    top instead, naming the step's lines in the converted file; converting again keeps it."""
     src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
            "opt_g = torch.optim.Adam(G.parameters())\nopt_d = torch.optim.Adam(D.parameters())\n"
            "for step in range(3):\n    z = torch.randn(4, 2)\n    d_loss = -D(G(z).detach()).mean()\n"
-           "    opt_d.zero_grad()\n    d_loss.backward()\n    opt_d.step()\n    g_loss = D(G(z)).mean()\n"
+           "    d_loss.backward()\n    opt_d.step()\n    g_loss = D(G(z)).mean()\n"
            "    opt_g.zero_grad()\n    g_loss.backward()\n    opt_g.step()\n")
     result = convert_source(src, "gan.py")
     assert [d.code for d in result.diagnostics] == ["MSC108", "MSC102", "MSC102"]
@@ -210,3 +211,62 @@ def test_learning_rates_logged_with_python_formatting_print_like_torch(tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("lr")])
     assert len(outs[0]) == 4 and outs[0] == outs[1]
+
+
+def _printed_losses(path, cwd=None) -> list[float]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [float(m) for m in re.findall(r"loss ([-\d.]+)", proc.stdout)]
+
+
+@pytest.mark.framework
+@pytest.mark.parametrize("name, count", [("gan_two_steps.py", 12), ("gan_fake_once.py", 12),
+                                         ("gan_two_backward.py", 12), ("two_optimizers_one_backward.py", 4)])
+def test_several_backward_passes_or_optimizers_in_one_step_train_like_torch(tmp_path, name, count):
+    """GAN steps (one compiled step per optimizer, each computing again the shared forward it
+    differentiates), two backward passes before one step, and two optimizers stepped after one
+    backward: converted with no marker, every printed loss (D's and G's at every iteration) is
+    torch's, from the same initial weights (the programs set them from a seeded NumPy draw)."""
+    src = PROGRAMS / name
+    result = convert_source(src.read_text(), name)
+    assert result.diagnostics == []
+    assert "update_parameters_name" in result.code   # two networks whose parameter names collide
+    converted = tmp_path / name
+    converted.write_text(result.code)
+    want, got = _printed_losses(src), _printed_losses(converted, tmp_path)
+    assert len(want) == len(got) == count
+    assert all(abs(a - b) <= 1e-4 * abs(a) + 1e-6 for a, b in zip(want, got)), (want, got)
+
+
+def test_a_step_differentiating_values_computed_before_another_update_is_refused():
+    """g_loss was computed with D's parameters before opt_d.step() changed them (the graph torch
+    keeps with retain_graph=True): a compiled step computing it again would use the updated D.
+    The discriminator's step converts; the generator's is marked, and the file stops."""
+    src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
+           "opt_g = torch.optim.Adam(G.parameters())\nopt_d = torch.optim.Adam(D.parameters())\n"
+           "for step in range(3):\n    z = torch.randn(4, 2)\n    score = D(G(z))\n"
+           "    d_loss = -score.mean()\n    g_loss = score.mean()\n    opt_d.zero_grad()\n"
+           "    d_loss.backward(retain_graph=True)\n    opt_d.step()\n    opt_g.zero_grad()\n"
+           "    g_loss.backward()\n    opt_g.step()\n")
+    result = convert_source(src, "gan.py")
+    assert [(d.code, d.line) for d in result.diagnostics] == [("MSC108", 1), ("MSC102", 16)]
+    message = result.diagnostics[1].message
+    assert "'score' (line 9)" in message and "opt_d.step() (line 14)" in message
+    assert "def train_step(z):" in result.code and "train_step_1" not in result.code
+    assert convert_source(result.code, "gan.py", force=True).code == result.code
+
+
+def test_gradients_torch_adds_up_across_optimizers_are_refused():
+    """No zero_grad of opt_d between the generator's backward pass (whose loss reaches D) and
+    the discriminator's: torch's D step applies the sum of both; marked, not converted."""
+    src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
+           "opt_g = torch.optim.Adam(G.parameters())\nopt_d = torch.optim.Adam(D.parameters())\n"
+           "for step in range(3):\n    z = torch.randn(4, 2)\n    opt_g.zero_grad()\n"
+           "    g_loss = D(G(z)).mean()\n    g_loss.backward()\n    opt_g.step()\n"
+           "    d_loss = -D(G(z).detach()).mean()\n    d_loss.backward()\n    opt_d.step()\n    opt_d.zero_grad()\n")
+    result = convert_source(src, "gan.py")
+    assert [d.code for d in result.diagnostics] == ["MSC108", "MSC102", "MSC102"]
+    assert "line 11 too" in result.diagnostics[1].message
+    assert "train_step" not in result.code
