@@ -59,3 +59,46 @@ def test_invert_follows_the_visible_dtype():
     assert "y = ops.invert(k)" in out and "z = ~m" in out and "msmigrate:" not in out
     marked = convert_source(HEAD + "def f(v):\n    return ~v\n", "t.py")
     assert any("logical_not" in d.message for d in marked.diagnostics)
+
+
+@pytest.mark.parametrize("code", [
+    "x = torch.tensor([1, 2, 3])\ny = torch.exp(x)\nx = x.float()\n",            # rebound after the call
+    "x = torch.randn(3)\nx = torch.arange(3)\ny = torch.exp(x)\n",               # the last binding decides
+    "def f(a):\n    k = torch.arange(4)\n    if a:\n        return torch.sin(k)\n    k = a\n",
+    "k = torch.arange(4)\nwith ctx:\n    y = torch.sin(k)\nk = k * 0.5\n",
+])
+def test_last_straight_line_binding_decides(code):
+    assert CAST in body(code)
+
+
+@pytest.mark.parametrize("code", [
+    "x = torch.tensor([1, 2, 3])\nx = x.float()\ny = torch.exp(x)\n",            # last binding float
+    "k = torch.arange(4)\nfor _ in range(3):\n    y = torch.cos(k)\n    k = k * 0.5\n",   # loop flows back
+    "k = torch.arange(4)\nif c:\n    k = k * 0.5\ny = torch.exp(k)\n",           # a branch rebinds it
+    "k = torch.arange(4)\ntry:\n    k = k * 0.5\nexcept E:\n    y = torch.exp(k)\n",   # the try body may have run
+    "k = torch.arange(4)\nwhile torch.exp(k).sum() > 1:\n    k = k * 0.5\n",  # rebound in the loop of its test
+    "k = torch.arange(4)\ndef f():\n    global k\n    k = k * 0.5\nf()\ny = torch.exp(k)\n",
+])
+def test_rebinding_on_the_way_to_the_call_gets_none(code):
+    assert CAST not in body(code)
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("y = torch.arange(5).sin()\n", "y = ops.sin(ops.arange(5).astype(ms.float32))"),
+    ("k = torch.tensor([1, 2])\ny = k.exp()\n", "y = ops.exp(k.astype(ms.float32))"),
+    ("y = (a > b).sigmoid()\n", "y = ops.sigmoid((a > b).astype(ms.float32))"),
+    ("y = torch.arange(3).atan2(torch.arange(3))\n",
+     "y = ops.atan2(ops.arange(3).astype(ms.float32), ops.arange(3).astype(ms.float32))"),
+])
+def test_method_on_a_visibly_integer_tensor_converts_as_the_function(code, expected):
+    assert expected in body(code)
+
+
+@pytest.mark.parametrize("code,kept", [
+    ("def f(x):\n    return x.sin()\n", "return x.sin()"),                  # unknown: method kept
+    ("y = torch.randn(3).exp()\n", "y = ops.randn(3).exp()"),
+    ("y = torch.arange(0.0, 1.0, 0.1).cos()\n", "y = ops.arange(0.0, 1.0, 0.1).cos()"),
+])
+def test_method_on_float_or_unknown_stays(code, kept):
+    out = body(code)
+    assert kept in out and CAST not in out

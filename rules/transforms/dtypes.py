@@ -8,7 +8,8 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
     torch.arange(<int literals>), torch.tensor(<int/bool literals>), torch.randint(...),
     torch.zeros/ones/full/empty/tensor(..., dtype=torch.long|int|bool...), .long()/.int()/
     .bool()/.to(torch.long)/.type(torch.int32), comparisons, ~/&/|/^ of bools, +,-,*,//,% of
-    integers, and names every binding of which in their scope is one of these.
+    integers, and names whose last binding before the call in straight-line code (no enclosing
+    loop or try rebinding them) or every binding of which in their scope is one of these.
 
 Anything else (function parameters, names bound in several ways, loop variables) is unknown
 and left as it is. Which arguments are float-only is data: the `promote` field of a record.
@@ -238,9 +239,108 @@ def _scope_values(scope, name: str) -> list | None:
     return finder.values or None
 
 
+_UNKNOWN, _NOT_FOUND = object(), object()
+
+
+def _binds(node, name: str) -> list | None:
+    """The values `node` binds to `name` (None items: not a plain assignment), None if none."""
+    finder = _Bindings(name)
+    node.visit(finder)
+    return finder.values or None
+
+
+def _blocks(node) -> list[list]:
+    """The statement sequences directly under a compound statement (an `elif` is one of its own)."""
+    out = []
+    for child in node.children:
+        if isinstance(child, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            out.append(list(child.body))
+        elif isinstance(child, cst.BaseStatement):
+            out.append([child])
+        elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)):
+            out.extend(_blocks(child))
+    return out
+
+
+def _straight_line_value(rw, name: str):
+    """The value of the last `name = value` before the statement being converted, reached
+    through straight-line code only: the preceding statements of its block, then of the blocks
+    around it through `if`/`with` (an enclosing loop, try, match... must not bind the name
+    at all: a later binding would reach the call again). _UNKNOWN when a binding on the way is
+    not a plain assignment; _NOT_FOUND at the function's or module's top without one."""
+    frames = [f.node for f in rw.frames]
+    if not frames:
+        return _NOT_FOUND
+    here = frames[-1]
+    if isinstance(here, cst.SimpleStatementLine) and len(here.body) == 1:
+        if any(isinstance(n, cst.NamedExpr) for n in _walrus(here)) and _binds(here, name):
+            return _UNKNOWN
+    elif _binds(here, name):
+        return _UNKNOWN   # bound in the statement itself, before the call maybe (`a = 1; f(a)`)
+    for k in range(len(frames) - 1, -1, -1):
+        stmt = frames[k]
+        parent = frames[k - 1] if k > 0 else rw.module
+        block = list(parent.body) if parent is rw.module else \
+            next((b for b in _blocks(parent) if any(s is stmt for s in b)), None)
+        if block is None:
+            return _UNKNOWN
+        index = next(i for i, s in enumerate(block) if s is stmt)
+        for sibling in reversed(block[:index]):
+            values = _binds(sibling, name)
+            if values is None:
+                continue
+            if isinstance(sibling, cst.SimpleStatementLine) and values[-1] is not None:
+                return values[-1]
+            return _UNKNOWN
+        if parent is rw.module or isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+            return _NOT_FOUND
+        if isinstance(parent, cst.If):
+            if _binds(parent.test, name):
+                return _UNKNOWN
+        elif isinstance(parent, cst.With):
+            if any(_binds(item, name) for item in parent.items):
+                return _UNKNOWN
+        elif _binds(parent, name):
+            return _UNKNOWN
+    return _NOT_FOUND
+
+
+def _walrus(node) -> list:
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_NamedExpr(self, n) -> None:
+            found.append(n)
+    node.visit(_Find())
+    return found
+
+
+def _declared_global(rw, name: str) -> bool:
+    """`global name` / `nonlocal name` anywhere in the file: a function may rebind it."""
+    cache = rw.__dict__.setdefault("_dtypes_declared", {})
+    if "names" not in cache:
+        names = set()
+
+        class _Find(cst.CSTVisitor):
+            def visit_Global(self, n) -> None:
+                names.update(a.name.value for a in n.names)
+            visit_Nonlocal = visit_Global
+        rw.module.visit(_Find())
+        cache["names"] = names
+    return name in cache["names"]
+
+
 def _name_kind(rw, name: str, seen: frozenset) -> str | None:
-    if name in seen:
+    if name in seen or _declared_global(rw, name):
         return None
+    if not seen:
+        # a name at the call itself: its last binding in straight-line code before the call
+        # decides (`x = torch.arange(5)` ... `torch.exp(x)` even if x is rebound later); else
+        # every binding of the name in its scope must agree (below)
+        value = _straight_line_value(rw, name)
+        if value is not _UNKNOWN and value is not _NOT_FOUND:
+            found = kind(rw, value, seen | {name})
+            return found if found in ("int", "bool", "float") else None
     scopes = [f.node for f in rw.frames if isinstance(f.node, cst.FunctionDef)][::-1] + [rw.module]
     for scope in scopes:
         values = _scope_values(scope, name)

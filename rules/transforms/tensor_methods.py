@@ -862,6 +862,22 @@ def keep(site):
 
 
 @torch_method
+def promoted(site):
+    """A method the suite verified by name whose torch function is float-only in MindSpore
+    (record field `promote`): on a visibly integer/bool tensor (`torch.arange(5).exp()`,
+    `k.sin()` after `k = torch.tensor([1, 2])`) it converts as that function, whose record casts
+    the tensor to float32 as torch promotes it; on any other receiver it stays as it is."""
+    from msmigrate.rules.transforms.dtypes import kind
+    original = site.rw.original_call
+    if original is None or not isinstance(original.func, cst.Attribute):
+        return site.node
+    values = [original.func.value, *(a.value for a in original.args)]
+    if not any(kind(site.rw, v) in ("int", "bool") for v in values):
+        return site.node
+    return _as_function(site, "torch." + site.record.method_name)
+
+
+@torch_method
 def as_function(site):
     """Methods whose MindSpore method differs (int32 indices, another default) while the ops.*
     function of the torch function's record computes torch's result: x.sort(1) ->
