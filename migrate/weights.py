@@ -292,7 +292,7 @@ def torch_to_ms_checkpoint(source, output, key=None, torch_model=None, ms_model=
                                  "torch model (--torch-model train.py:Net) or the converted network (--model)")
     if net is not None:
         check_complete(mappings, shapes, _ms_shapes(net))
-    params = [{"name": m.ms_key, "data": ms.Tensor(np.ascontiguousarray(m.to_ms(state[k])))} for k, m in mappings.items()]
+    params = [{"name": m.ms_key, "data": ms.Tensor(np.array(m.to_ms(state[k]), order="C"))} for k, m in mappings.items()]
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     ms.save_checkpoint(params, str(output))
     summary = f"wrote {output}: {len(params)} parameters" + (f", dropped {', '.join(dropped)}" if dropped else "")
@@ -340,3 +340,50 @@ def ms_to_torch_checkpoint(source, output, torch_model=None, ms_model=None) -> s
     torch.save(out, str(output))
     return (f"wrote {output}: {len(out)} tensors" + (f" ({', '.join(dropped)} kept at the model's initial value)" if dropped else "")
             + f"; loaded into {torch_model} with strict=True")
+
+
+def sequential_positions(module_classes: Mapping[str, str]) -> dict[str, str]:
+    """Module path -> the same path with every child of an `nn.Sequential` named by its position
+    (`fc.net` -> `fc.0` when `net` is the first child of the Sequential `fc`). A child added by name
+    (`seq.add_module('net', m)`) converts to `SequentialCell.append(m)`, which names it by position;
+    `module_classes` lists the modules in torch's registration order (named_modules)."""
+    children: dict[str, list[str]] = {}
+    for path in module_classes:
+        if path:
+            parent, _, name = path.rpartition(".")
+            children.setdefault(parent, []).append(name)
+    out: dict[str, str] = {"": ""}
+    for path in module_classes:
+        if not path:
+            continue
+        parent, _, name = path.rpartition(".")
+        if module_classes.get(parent) == "torch.nn.Sequential":
+            name = str(children[parent].index(name))
+        out[path] = f"{out[parent]}.{name}" if out.get(parent) else name
+    return out
+
+
+def positional_fallback(mappings: Mapping[str, KeyMapping], module_classes: Mapping[str, str],
+                        ms_names: Iterable[str], rules: Mapping[str, LayerRule] | None = None) -> dict[str, KeyMapping]:
+    """`mappings` with each key whose MindSpore name is not in `ms_names` mapped instead through
+    the positional names of its Sequential children (see `sequential_positions`), where that
+    name is a MindSpore parameter."""
+    ms_names = set(ms_names)
+    if all(m.ms_key in ms_names for m in mappings.values()):
+        return dict(mappings)
+    positions = sequential_positions(module_classes)
+    classes = {positions[p]: c for p, c in module_classes.items()}
+    rules = load_rules() if rules is None else rules
+    out = {}
+    for key, m in mappings.items():
+        if m.ms_key not in ms_names:
+            owner, _, leaf = key.rpartition(".")
+            while owner and owner not in positions:     # a parameter of a child module_classes does not list
+                owner, _, more = owner.rpartition(".")
+                leaf = f"{more}.{leaf}"
+            alt_key = f"{positions.get(owner, owner)}.{leaf}" if owner else leaf
+            alt = map_key(alt_key, classes, rules) if alt_key != key else None
+            if alt is not None and alt.ms_key in ms_names:
+                m = KeyMapping(key, alt.ms_key, alt.layout)
+        out[key] = m
+    return out

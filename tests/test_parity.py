@@ -220,3 +220,21 @@ def test_cli_gives_the_script_its_own_arguments(tmp_path):
     # lr 0.01: the loss barely moves over 3 steps (lr 0.5 would change it a lot)
     losses = [s["torch_loss"] for s in r["steps"]]
     assert abs(losses[2] - losses[0]) < 0.1 * losses[0]
+
+
+@pytest.mark.framework
+def test_every_network_of_a_program_is_compared(tmp_path):
+    """A program training one network per optimizer: each network gets torch's initial weights
+    and is compared, so a wrong setting of the second network's optimizer (momentum 0.7 for 0.8)
+    shows at that network's second update (step 6: four networks a batch), named by its prefix."""
+    from msmigrate import convert_source
+
+    source = PROGRAMS / "train_nets_side_by_side.py"
+    code = convert_source(source.read_text(), path=str(source)).code
+    assert code.count("momentum=0.8") == 1
+    planted = tmp_path / "planted_ms.py"
+    planted.write_text(code.replace("momentum=0.8", "momentum=0.7"))
+    r = run_parity(source, planted, Options(steps=8, timeout=300))
+    assert [n["ms"] for n in r["setup"]["networks"]] == ["Net", "Net", "Wide"]
+    assert r["first_divergence"]["step"] == 6 and r["first_divergence"]["name"].startswith("#1.")
+    assert all(row["loss_ok"] and row["state_ok"] for row in r["steps"][:5])

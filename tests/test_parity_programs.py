@@ -29,6 +29,7 @@ STEPS = {
     "loop_gru.py": 6,          # a whole cosine period (T_max=6)
     "train_random_depth.py": 6,   # a frozen depth draw (a compiled step) diverges by step 4
     "train_step_in_namespace.py": 6,   # two epochs, given on its command line
+    "train_nets_side_by_side.py": 8,   # every network steps twice (two batches)
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -187,3 +187,21 @@ def test_converted_weights_give_the_same_forward():
     assert result["renamed"]["enc.linear1.weight"] == "enc.dense1.weight"
     assert result["renamed"]["enc.norm2.bias"] == "enc.norm2.beta"
     assert result["diff"] < 1e-5
+
+
+def test_children_added_to_a_sequential_by_name_map_to_their_positions():
+    from msmigrate.weights import map_keys, positional_fallback, sequential_positions
+
+    classes = {"": "torch.nn.Sequential", "linear": "torch.nn.Linear", "relu": "torch.nn.ReLU",
+               "norm": "torch.nn.BatchNorm1d", "head": "__main__.Head", "head.fc": "torch.nn.Linear"}
+    assert sequential_positions(classes) == {"": "", "linear": "0", "relu": "1", "norm": "2", "head": "3",
+                                             "head.fc": "3.fc"}
+    keys = ["linear.weight", "norm.weight", "norm.running_mean", "head.fc.bias"]
+    mappings, _ = map_keys(keys, classes)
+    named = {"linear.weight", "norm.gamma", "norm.moving_mean", "head.fc.bias"}
+    assert positional_fallback(mappings, classes, named) == mappings      # names kept: nothing changes
+    positional = {"0.weight", "2.gamma", "2.moving_mean", "3.fc.bias"}
+    got = positional_fallback(mappings, classes, positional)
+    assert {k: m.ms_key for k, m in got.items()} == dict(zip(keys, ["0.weight", "2.gamma", "2.moving_mean", "3.fc.bias"]))
+    # a name that is neither is left as it was, for check_complete to report
+    assert positional_fallback(mappings, classes, {"x.weight"})["linear.weight"].ms_key == "linear.weight"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from msmigrate.weights import KeyMapping, map_keys
+from msmigrate.weights import KeyMapping, map_keys, positional_fallback
 
 
 class ParityError(RuntimeError):
@@ -78,13 +78,36 @@ def _mapped(arrays: dict, prefix: str, mappings: dict[str, KeyMapping]) -> dict[
     return out
 
 
+def network_mappings(tmeta: dict, mmeta: dict) -> tuple[dict[str, KeyMapping], list[str]]:
+    """torch key -> MindSpore name of every network the torch run recorded (the model, and each
+    further one under its prefix), with the positional names the MindSpore run loaded into
+    (children added to an nn.Sequential by name: weights.positional_fallback)."""
+    loaded = mmeta.get("loaded")
+    nets = [{"prefix": "", "init_keys": tmeta.get("init_keys", []), "module_classes": tmeta.get("module_classes", {})},
+            *tmeta.get("networks", [])]
+    mappings: dict[str, KeyMapping] = {}
+    dropped: list[str] = []
+    for net in nets:
+        prefix = net["prefix"]
+        kept, gone = map_keys(net["init_keys"], net["module_classes"])
+        if loaded:
+            names = {v[len(prefix):] for k, v in loaded.items() if k.startswith(prefix) and v.startswith(prefix)}
+            kept = positional_fallback(kept, net["module_classes"], names)
+        mappings.update({prefix + k: KeyMapping(prefix + k, prefix + m.ms_key, m.layout) for k, m in kept.items()})
+        dropped += [prefix + k for k in gone]
+    return mappings, dropped
+
+
 def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> dict:
     rtol, atol = opts.rtol, opts.atol
-    mappings, dropped = map_keys(tmeta.get("init_keys", []), tmeta.get("module_classes", {}))
+    mappings, dropped = network_mappings(tmeta, mmeta)
     result: dict = {"tolerance": {"rtol": rtol, "atol": atol}, "steps": [], "config": []}
 
     # settings that the run itself cannot show, because dropout is off in both runs
-    tdrop, mdrop = tmeta.get("dropout", {}), mmeta.get("dropout", {})
+    tdrop, mdrop = dict(tmeta.get("dropout", {})), mmeta.get("dropout", {})
+    for net in tmeta.get("networks", []):
+        if net["prefix"] in mmeta.get("networks", {}):
+            tdrop.update({net["prefix"] + k: p for k, p in net.get("dropout", {}).items()})
     for name, p in tdrop.items():
         q = mdrop.get(name)
         if q is None:  # a MindSpore layer may hold its dropout in a sub-cell (nn.LSTM's)
@@ -95,6 +118,12 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         elif abs(p - q) > 1e-9:
             result["config"].append({"kind": "dropout", "name": name, "detail": f"torch drops p={p:g}, "
                                      f"MindSpore drops p={q:g} (keep_prob={1 - q:g})"})
+    for net in tmeta.get("networks", []):
+        if net["prefix"] not in mmeta.get("networks", {}):
+            result["config"].append({"kind": "network", "name": net["prefix"].rstrip("."),
+                                     "detail": f"torch trains a further {net['class']} (network "
+                                     f"{net['prefix'].rstrip('.')}); no MindSpore Cell of its parameter shapes "
+                                     f"was found at its rank ({net['rank']}) in creation order"})
     tmode, mmode = tmeta.get("training", {}), mmeta.get("training", {})
     wrong_mode = [n for n, t in tmode.items() if n in mmode and mmode[n] != t]
     if wrong_mode:
@@ -236,7 +265,8 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         against = Path(against).resolve()
         tmeta, tarr = _run_runner("torch", script, workdir / "torch", opts, None, workdir)
         if tmeta.get("model_class") is None:
-            raise ParityError(f"{script}: no module with parameters was called; nothing to compare")
+            raise ParityError(f"{script}: no module with parameters was called and no optimizer holds "
+                              "parameters; nothing to compare")
         if not tmeta["losses"]:
             raise ParityError(f"{script}: no loss.backward() call was seen")
         mmeta, marr = _run_runner("mindspore", against, workdir / "mindspore", opts, workdir / "torch", workdir)
@@ -247,6 +277,8 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         "torch_script": str(script), "converted": converted,
         "mindspore_script": str(against) if keep or not converted else "(temporary; --keep DIR keeps it)",
         "torch_model": tmeta.get("model_class"), "ms_model": mmeta.get("model_class"),
+        "networks": [{"name": n["prefix"].rstrip("."), "torch": n["class"],
+                      "ms": mmeta.get("networks", {}).get(n["prefix"])} for n in tmeta.get("networks", [])],
         "weights_loaded": len(mmeta.get("loaded", {})), "weights_dropped": mmeta.get("dropped_keys", []),
         "dropout_disabled": {"torch": tmeta.get("dropout", {}), "mindspore": mmeta.get("dropout", {}),
                              "functional_calls": tmeta.get("functional_dropout_calls", 0)},

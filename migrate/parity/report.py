@@ -31,6 +31,9 @@ def format_text(r: dict) -> str:
              f"    vs: " + (f"msmigrate convert of it {s['mindspore_script']}" if s["converted"] else s["mindspore_script"])]
     lines.append(f"model: torch {s['torch_model']} -> MindSpore {s['ms_model']}; initial weights copied "
                  f"({s['weights_loaded']} tensors" + (f", dropped {', '.join(s['weights_dropped'])}" if s["weights_dropped"] else "") + ")")
+    for n in s.get("networks", []):
+        lines.append(f"network {n['name']}: torch {n['torch']} -> " + (f"MindSpore {n['ms']}; initial weights copied"
+                     if n["ms"] else "no MindSpore Cell of its shape and rank was found: not compared"))
     d = s["dropout_disabled"]
     layers = ", ".join(f"{n} (p={p:g})" for n, p in d["torch"].items() if p > 0)
     if layers or d["functional_calls"]:

@@ -9,11 +9,17 @@ The program runs unmodified through `runpy`; hooks record what the parity check 
 torch      every `Tensor.backward()` is one step: its loss, the batch most recently produced by a
            DataLoader, the model state after the step (taken before the model's next forward, or
            at the end), and for step 1 the gradients and every submodule's output. The model is
-           the first module with parameters called from outside any other module.
+           the first module with parameters called from outside any other module; every other such
+           module that is not part of it (a program training several networks side by side) is
+           recorded too, under the prefix `#N.`, with its rank among the live top-level modules
+           of its shape in creation order. A program that trains bare tensors (no module with
+           parameters is called before the first backward) records its optimizers' parameters.
 mindspore  every call of a jitted function named `train_step*` defined in the program is one
            step (its first output is the loss); so is a call of an undecorated `train_step*`
            (a step `msmigrate convert` left uncompiled, MSC109). Before step 1 the torch initial weights are
-           loaded into the network through the weight mapping; batches recorded by torch replace
+           loaded into the network through the weight mapping (each further torch network into the
+           live top-level Cell of the same rank among those of its shape, in creation order);
+           batches recorded by torch replace
            the step's positional arguments when they differ. With grads, so
            that gradients and cell outputs can be captured, step 1 first runs once uncompiled with the
            optimizers disabled, and the parameters are restored before the real step.
@@ -138,6 +144,16 @@ def _record_input(rec: Record, active: bool, inputs, is_tensor, to_numpy) -> Non
         rec.arrays[f"act/{i}"] = to_numpy(t)
 
 
+def _top_level(objects: list, parts) -> list:
+    """The objects that are no part of another one in the list (`parts(o)` lists o and its parts)."""
+    inner = {id(c) for o in objects for c in parts(o) if c is not o}
+    return [o for o in objects if id(o) not in inner]
+
+
+def _alive(refs: list) -> list:
+    return [o for o in (r() for r in refs) if o is not None]
+
+
 def _zero_attribute(cls, attr: str) -> None:
     """After construction, remember the layer's dropout rate and set it to 0."""
     orig_init = cls.__init__
@@ -156,15 +172,24 @@ def _zero_attribute(cls, attr: str) -> None:
 TINY_GRADIENT = 1e-5
 
 
-def _record_tiny_gradients(rec: Record, step: int, model) -> None:
-    grads = {n: p.grad.detach().abs() for n, p in model.named_parameters() if p.grad is not None}
+def _record_tiny_gradients(rec: Record, step: int, named_parameters, prefix: str = "") -> None:
+    grads = {n: p.grad.detach().abs() for n, p in named_parameters if p.grad is not None}
     if not grads:
         return
     top = max(float(g.max()) for g in grads.values())
     for name, g in grads.items():
-        mask = ((g > 0) & (g <= TINY_GRADIENT * top)).cpu().numpy()  # exact zeros are determined
-        if mask.any():
-            rec.arrays[f"noise/{step}/{name}"] = mask
+        tiny = g <= TINY_GRADIENT * top
+        # exact zeros are determined (an embedding row no token used), unless the whole tensor
+        # is at noise level: the bias of a layer before BatchNorm, whose float32 sum can land on 0
+        mask = (tiny if bool(tiny.all()) else (g > 0) & tiny).cpu().numpy()
+        if mask.any() and (g > 0).any():
+            rec.arrays[f"noise/{step}/{prefix}{name}"] = mask
+
+
+def _grad_versions(named_parameters) -> dict:
+    """What tells whether a backward pass wrote a parameter's gradient (a new tensor or an
+    in-place accumulation)."""
+    return {n: (id(p.grad), p.grad._version) if p.grad is not None else None for n, p in named_parameters}
 
 # ---------------------------------------------------------------- torch
 def run_torch(rec: Record, script: str) -> None:
@@ -173,11 +198,34 @@ def run_torch(rec: Record, script: str) -> None:
     from torch.nn.modules import dropout as tdropout
     from torch.nn.modules import module as tmodule
 
-    from msmigrate.weights import public_torch_class
+    import weakref
+
+    from msmigrate.weights import load_rules, map_keys, public_torch_class
 
     is_tensor = torch.is_tensor
+    # nets: every network recorded, {"prefix", "state" (name -> array), "params" (named parameters),
+    # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
-          "names": {}, "acts_open": False}
+          "names": {}, "acts_open": False, "nets": [], "checked": set()}
+    rec.meta["networks"] = []
+    created: list = []      # weak references to every module and optimizer, in creation order
+    optimizers: list = []
+    rules = load_rules()
+
+    orig_module_init = tmodule.Module.__init__
+
+    def module_init(self, *args, **kwargs):
+        created.append(weakref.ref(self))
+        orig_module_init(self, *args, **kwargs)
+
+    tmodule.Module.__init__ = module_init
+    orig_optimizer_init = torch.optim.Optimizer.__init__
+
+    def optimizer_init(self, *args, **kwargs):
+        orig_optimizer_init(self, *args, **kwargs)
+        optimizers.append(weakref.ref(self))
+
+    torch.optim.Optimizer.__init__ = optimizer_init
 
     orig_dropout_init = tdropout._DropoutNd.__init__
 
@@ -210,8 +258,59 @@ def run_torch(rec: Record, script: str) -> None:
 
     def snapshot_pending():
         if st["pending"] is not None:
-            rec.put_state(st["pending"], state_of(st["model"]))
+            rec.put_state(st["pending"], {net["prefix"] + k: v for net in st["nets"] for k, v in net["state"]().items()})
             st["pending"] = None
+
+    def has_parameters(module) -> bool:
+        return any(True for _ in module.parameters())
+
+    def signature(module) -> list:
+        """The MindSpore shapes of a module's parameters and buffers, sorted: what tells the
+        networks of a program apart whatever their parameters are named."""
+        state = module.state_dict()
+        classes = {n: public_torch_class(type(m)) for n, m in module.named_modules()}
+        mappings, _ = map_keys(state.keys(), classes, rules)
+        return sorted(list(m.ms_shape(tuple(state[k].shape))) for k, m in mappings.items())
+
+    def add_network(module, prefix: str, **info) -> None:
+        state = state_of(module)
+        for k, v in state.items():
+            rec.arrays[f"init/{prefix}{k}"] = v
+        st["nets"].append({"prefix": prefix, "module": module, "state": lambda: state_of(module),
+                           "params": module.named_parameters})
+        if prefix:
+            rec.meta["networks"].append({
+                "prefix": prefix, "class": type(module).__qualname__, "init_keys": list(state),
+                "module_classes": {n: public_torch_class(type(m)) for n, m in module.named_modules()},
+                "dropout": {n: m._msmigrate_p for n, m in module.named_modules() if hasattr(m, "_msmigrate_p")},
+                **info})
+
+    def maybe_add_network(module) -> None:
+        """A further module with parameters called from outside any other (a program training
+        several networks): recorded when it is a live top-level module (part of no other) and
+        shares no module with a network already recorded, with its rank among the live
+        top-level modules of its signature in creation order, by which the MindSpore run finds
+        its Cell."""
+        st["checked"].add(id(module))
+        recorded = [net["module"] for net in st["nets"] if net["module"] is not None]
+        inside = {id(c) for m in recorded for c in m.modules()}
+        if any(id(c) in inside for c in module.modules()):
+            return
+        ranked = rank_of(module)
+        if ranked is not None:
+            add_network(module, f"#{len(st['nets'])}.", rank=ranked[0], signature=ranked[1],
+                        first_step=len(rec.losses) + 1)
+
+    def rank_of(module):
+        """(rank, signature) of a live top-level module among those of its signature, in
+        creation order; None for a part of another module."""
+        tops = _top_level([m for m in _alive(created) if isinstance(m, tmodule.Module) and has_parameters(m)],
+                          lambda m: m.modules())
+        if not any(m is module for m in tops):
+            return None
+        sig = signature(module)
+        same = [m for m in tops if signature(m) == sig]
+        return next(i for i, m in enumerate(same) if m is module), sig
 
     def act_hook(module, inputs, output):
         if st["acts_open"] and id(module) in st["names"]:
@@ -230,12 +329,18 @@ def run_torch(rec: Record, script: str) -> None:
                 rec.meta["model_class"] = type(module).__qualname__
                 rec.meta["dropout"] = {n: m._msmigrate_p for n, m in module.named_modules()
                                        if hasattr(m, "_msmigrate_p")}
-                for k, v in state_of(module).items():
-                    rec.arrays[f"init/{k}"] = v
                 rec.meta["init_keys"] = list(module.state_dict().keys())
+                ranked = rank_of(module)
+                if ranked is not None:
+                    rec.meta["model_rank"], rec.meta["model_signature"] = ranked
+                add_network(module, "")
+                st["checked"].add(id(module))
                 st["acts_open"] = bool(rec.spec.get("grads"))
-            if module is st["model"]:
+            elif st["model"] is not None and id(module) not in st["checked"] and has_parameters(module):
+                maybe_add_network(module)
+            if any(module is net["module"] for net in st["nets"]):
                 snapshot_pending()
+            if module is st["model"]:
                 _record_input(rec, st["acts_open"], inputs, is_tensor, lambda t: t.detach().cpu().numpy().copy())
         st["depth"] += 1
 
@@ -292,24 +397,48 @@ def run_torch(rec: Record, script: str) -> None:
             st["batch_new"] = False
         if step == 1 and st["model"] is not None:
             rec.meta["training"] = {n: bool(m.training) for n, m in st["model"].named_modules()}
+        if step == 1 and not st["nets"]:
+            free_parameters()
+        before = [_grad_versions(net["params"]()) for net in st["nets"]]
         result = orig_backward(self, *args, **kwargs)
-        if st["model"] is not None:
-            _record_tiny_gradients(rec, step, st["model"])
+        for net, versions in zip(st["nets"], before):
+            # a network this backward pass did not reach keeps its last step's gradients
+            if net["prefix"] == "" or _grad_versions(net["params"]()) != versions:
+                _record_tiny_gradients(rec, step, net["params"](), net["prefix"])
         if step == 1 and rec.spec.get("grads") and st["model"] is not None:
             for name, p in st["model"].named_parameters():
                 if p.grad is not None:
                     rec.arrays[f"grad/{name}"] = p.grad.detach().cpu().numpy().copy()
                     rec.meta["grads"].append(name)
-        if st["model"] is not None:
+        if st["nets"]:
             st["pending"] = step
         return result
+
+    def free_parameters() -> None:
+        """No module with parameters was called before the first backward: the program trains
+        tensors of its own (`w = torch.tensor(0.0, requires_grad=True)`); its optimizers' parameters,
+        in creation order, stand for the model (`optimizer0.0`, ...)."""
+        opts = _alive(optimizers)
+        params = {f"optimizer{j}.{k}": p for j, o in enumerate(opts)
+                  for k, p in enumerate(p for g in o.param_groups for p in g["params"])}
+        if not params:
+            return
+        state = lambda: {n: p.detach().cpu().numpy().copy() for n, p in params.items()}  # noqa: E731
+        for k, v in state().items():
+            rec.arrays[f"init/{k}"] = v
+        st["nets"].append({"prefix": "", "module": None, "state": state, "params": lambda: list(params.items())})
+        rec.meta.update(model_class=f"(the parameters of {len(opts)} optimizer{'s' if len(opts) > 1 else ''})",
+                        init_keys=list(params), module_classes={}, free_parameters=len(opts))
 
     torch.Tensor.backward = backward
     try:
         _run_program(script, rec.spec.get("args", ()))
     finally:
-        if st["model"] is not None:
+        if st["nets"]:
             snapshot_pending()
+        # a network first called after the last step recorded (a model rebuilt from a checkpoint
+        # to evaluate) takes part in no step compared
+        rec.meta["networks"] = [n for n in rec.meta["networks"] if n["first_step"] <= len(rec.losses)]
 
 
 # ---------------------------------------------------------------- mindspore
@@ -317,7 +446,9 @@ def run_mindspore(rec: Record, script: str) -> None:
     import mindspore as ms
     from mindspore import nn, ops
 
-    from msmigrate.weights import WeightMappingError, check_complete, map_keys
+    import weakref
+
+    from msmigrate.weights import WeightMappingError, check_complete, map_keys, positional_fallback
 
     script_file = os.path.realpath(script)
     torch_dir = Path(rec.spec["torch_record"])
@@ -326,7 +457,16 @@ def run_mindspore(rec: Record, script: str) -> None:
     mappings, dropped = map_keys(torch_meta.get("init_keys", []), torch_meta.get("module_classes", {}))
     rec.meta["dropped_keys"] = dropped
     is_tensor = lambda v: isinstance(v, ms.Tensor)  # noqa: E731
-    st = {"model": None, "grad_fns": {}, "captured": None}
+    # nets: prefix -> named parameters of each network whose torch weights were loaded
+    st = {"model": None, "grad_fns": {}, "captured": None, "nets": {}, "ready": False}
+    created: list = []      # weak references to every Cell, in creation order
+    orig_cell_init = nn.Cell.__init__
+
+    def cell_init(self, *args, **kwargs):
+        created.append(weakref.ref(self))
+        orig_cell_init(self, *args, **kwargs)
+
+    nn.Cell.__init__ = cell_init
 
     dropout_classes = [getattr(nn, n) for n in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d") if hasattr(nn, n)]
     for cls in dropout_classes:
@@ -385,7 +525,18 @@ def run_mindspore(rec: Record, script: str) -> None:
         def score(cell):
             names = {n for n, _ in cell.parameters_and_names()}
             return len(names & wanted), -len(names ^ wanted)
-        return max(cells, key=score) if cells else None
+        if not cells:
+            return None
+        best = max(score(c) for c in cells)
+        cells = [c for c in cells if score(c) == best]
+        if len(cells) > 1 and "model_rank" in torch_meta:
+            # several networks of the model's names (one per optimizer, a spare one): the one of
+            # torch's model's rank among the live top-level networks of its shapes
+            same = [c for c in live_networks() if signature(c) == torch_meta["model_signature"]]
+            ranked = same[torch_meta["model_rank"]] if torch_meta["model_rank"] < len(same) else None
+            if any(c is ranked for c in cells):
+                return ranked
+        return cells[0]
 
     def wanted_keys() -> set:
         return {m.ms_key for m in mappings.values()}
@@ -406,34 +557,97 @@ def run_mindspore(rec: Record, script: str) -> None:
             return []
         return [c for c in live_cells() if wanted <= {id(p) for p in c.get_parameters()}]
 
-    def load_torch_weights(model):
-        ms_params = dict(model.parameters_and_names())
-        torch_shapes = {k: torch_arrays[f"init/{k}"].shape for k in mappings}
-        check_complete(mappings, torch_shapes, {n: tuple(p.shape) for n, p in ms_params.items()})
-        for key, m in mappings.items():
-            param = ms_params[m.ms_key]
-            param.set_data(ms.Tensor(np.ascontiguousarray(m.to_ms(torch_arrays[f"init/{key}"]))).astype(param.dtype))
-        rec.meta["loaded"] = {k: m.ms_key for k, m in mappings.items()}
+    rec.meta["loaded"] = {}
 
-    def state_of(model) -> dict:
-        return {n: p.asnumpy().copy() for n, p in model.parameters_and_names()}
+    def load_torch_weights(named_parameters, keys, classes, prefix=""):
+        """Copy torch's initial values of one network (its keys without `prefix`) into the
+        MindSpore parameters `named_parameters` lists; remember the network under `prefix`."""
+        ms_params = dict(named_parameters())
+        net_mappings, _ = map_keys(keys, classes)
+        net_mappings = positional_fallback(net_mappings, classes, ms_params)
+        torch_shapes = {k: torch_arrays[f"init/{prefix}{k}"].shape for k in net_mappings}
+        try:
+            check_complete(net_mappings, torch_shapes, {n: tuple(p.shape) for n, p in ms_params.items()})
+        except WeightMappingError as exc:
+            raise WeightMappingError(f"network {prefix.rstrip('.')}: {exc}" if prefix else str(exc)) from None
+        for key, m in net_mappings.items():
+            param = ms_params[m.ms_key]
+            param.set_data(ms.Tensor(np.array(m.to_ms(torch_arrays[f"init/{prefix}{key}"]), order="C")).astype(param.dtype))  # ascontiguousarray makes 0-d arrays 1-d
+        rec.meta["loaded"].update({prefix + k: prefix + m.ms_key for k, m in net_mappings.items()})
+        st["nets"][prefix] = named_parameters
+
+    def state_of() -> dict:
+        return {prefix + n: p.asnumpy().copy() for prefix, named in st["nets"].items() for n, p in named()}
+
+    def live_networks() -> list:
+        """The live Cells with parameters that are part of no other, in creation order."""
+        optimizer_types = _optimizer_types()
+        return _top_level([c for c in _alive(created) if not isinstance(c, optimizer_types)
+                           and any(True for _ in c.get_parameters())],
+                          lambda c: [x for _, x in c.cells_and_names()])
+
+    def signature(cell) -> list:
+        return sorted(list(p.shape) for _, p in cell.parameters_and_names())
+
+    def match_networks() -> None:
+        """Each further torch network (see run_torch) not matched yet: the live top-level Cell
+        with parameters of its signature and rank, in creation order; its torch initial weights
+        are loaded into it. One not created yet is matched at a later step."""
+        pending = [n for n in torch_meta.get("networks", []) if n["prefix"] not in st["nets"]]
+        if not pending:
+            return
+        tops = live_networks()
+        taken = {id(st["model"])} | {id(c) for c in st.get("cells", [])}
+        for n in pending:
+            same = [c for c in tops if signature(c) == n["signature"]]
+            if n["rank"] >= len(same):
+                continue
+            cell = same[n["rank"]]
+            if id(cell) in taken:
+                raise WeightMappingError(f"network {n['prefix'].rstrip('.')} (torch {n['class']}): the MindSpore "
+                                         f"Cell of its rank among those of its shape is already matched")
+            taken.add(id(cell))
+            st.setdefault("cells", []).append(cell)
+            load_torch_weights(cell.parameters_and_names, n["init_keys"], n["module_classes"], n["prefix"])
+            rec.meta.setdefault("networks", {})[n["prefix"]] = type(cell).__qualname__
+            rec.meta["dropout"].update({n["prefix"] + k: c._msmigrate_p for k, c in cell.cells_and_names()
+                                        if hasattr(c, "_msmigrate_p")})
+
+    def free_parameters() -> None:
+        """torch trained tensors of its own (see run_torch): the parameters of the live
+        optimizers, in creation order."""
+        opts = [c for c in _alive(created) if isinstance(c, _optimizer_types())]
+        params = [(f"optimizer{j}.{k}", p) for j, o in enumerate(opts) for k, p in enumerate(o.parameters)]
+        load_torch_weights(lambda: params, torch_meta["init_keys"], {})
+        rec.meta.update(model_class=f"(the parameters of {len(opts)} optimizer{'s' if len(opts) > 1 else ''})",
+                        dropout={}, training={})
 
     torch_batches = set(torch_meta.get("batches", []))
     replay = {"same": 0, "replayed": 0, "mismatch": []}
     rec.meta["replay"] = replay
 
+    last = {}   # the MindSpore batch last replaced and the torch batch it was replaced by
+
     def replay_args(step, args):
+        def is_batch(a):   # 0-d tensors are step flags (e.g. "apply the accumulated update")
+            return is_tensor(a) and len(a.shape) > 0
+
+        pos = [a for a in args if is_batch(a)]
         if step not in torch_batches:
-            return args
+            # torch's step took no new DataLoader batch (several networks, or several steps, on
+            # one batch): where MindSpore's step gets the batch it got last, so does torch's
+            if not last or len(pos) != len(last["ms"]) or not all(
+                    tuple(a.shape) == m.shape and np.array_equal(a.asnumpy(), m) for a, m in zip(pos, last["ms"])):
+                return args
+            replay["replayed"] += 1
+            it = iter(last["torch"])
+            return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_batch(a) else a for a in args)
+        last.clear()
         tb = []
         i = 0
         while f"batch/{step}/{i}" in torch_arrays:
             tb.append(torch_arrays[f"batch/{step}/{i}"])
             i += 1
-        def is_batch(a):   # 0-d tensors are step flags (e.g. "apply the accumulated update")
-            return is_tensor(a) and len(a.shape) > 0
-
-        pos = [a for a in args if is_batch(a)]
         if len(pos) != len(tb) or any(tuple(a.shape) != t.shape for a, t in zip(pos, tb)):
             replay["mismatch"].append(step)
             return args
@@ -441,6 +655,7 @@ def run_mindspore(rec: Record, script: str) -> None:
             replay["same"] += 1
             return args
         replay["replayed"] += 1
+        last.update(ms=[a.asnumpy().copy() for a in pos], torch=tb)
         it = iter(tb)
         return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_batch(a) else a for a in args)
 
@@ -533,25 +748,30 @@ def run_mindspore(rec: Record, script: str) -> None:
             step = len(rec.losses) + 1
             if step > rec.limit:
                 raise StopRun
-            if st["model"] is None:
+            if not st["ready"] and torch_meta.get("free_parameters"):
+                free_parameters()
+            elif not st["ready"]:
                 st["model"] = find_model(function, args)
                 if st["model"] is None:
                     raise WeightMappingError("no MindSpore network (a Cell with parameters) reachable from "
                                              f"{function.__name__}: its globals, closure, arguments, their "
                                              f"attributes, or the parameters of an optimizer among them")
-                load_torch_weights(st["model"])
                 model = st["model"]
+                load_torch_weights(model.parameters_and_names, torch_meta.get("init_keys", []),
+                                   torch_meta.get("module_classes", {}))
                 rec.meta["model_class"] = type(model).__qualname__
                 rec.meta["dropout"] = {n: c._msmigrate_p for n, c in model.cells_and_names()
                                        if hasattr(c, "_msmigrate_p")}
                 rec.meta["training"] = {n: bool(c.training) for n, c in model.cells_and_names()}
+            st["ready"] = True
+            match_networks()
             args = replay_args(step, args)
-            if step == 1 and rec.spec.get("grads"):
+            if step == 1 and rec.spec.get("grads") and st["model"] is not None:
                 dry_run(function, args, kwargs)
             out = compiled(*args, **kwargs)
             loss = _first_tensor(out, is_tensor)
             rec.losses.append(float(loss.asnumpy().reshape(-1)[0]) if loss is not None and loss.size == 1 else None)
-            rec.put_state(step, state_of(st["model"]))
+            rec.put_state(step, state_of())
             return out
 
         recording_step.__name__ = function.__name__
