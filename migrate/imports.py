@@ -56,6 +56,9 @@ class ImportPlan:
         self.guarded = guarded    # of those, names imported only under an `if`: not bound everywhere
         self.taken = taken        # names the file uses for its own things
         self.needed: dict[str, str] = {}  # bound name -> import statement code
+        # name -> code of a function the conversion calls where MindSpore has no counterpart
+        # (rules/generated), placed after the imports when the converted code uses it
+        self.definitions: dict[str, str] = {}
         self.generated: set[int] = set()  # ids of reference nodes made by structural passes
         # statement -> False when it certainly holds no import statement (its subtree is skipped)
         self.may_import: Callable[[cst.CSTNode], bool] = lambda stmt: True
@@ -112,6 +115,11 @@ class ImportPlan:
     def _source_modules(self) -> set[str]:
         return source_modules(self.source_tree)
 
+    def define(self, name: str, code: str) -> cst.Name:
+        """A reference to the generated function `name` (its code `code`), requesting it."""
+        self.definitions.setdefault(name, code)
+        return cst.Name(name)
+
     # --- applying the plan -------------------------------------------------------------
     def apply(self, module: cst.Module) -> cst.Module:
         used = self._used_names(module)
@@ -120,6 +128,8 @@ class ImportPlan:
         module = module.visit(remover)
         new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
                      for code in sorted(set(needed.values()), key=_import_order)]
+        if self.definitions:
+            module = self._define_after_imports(module)
         moved = remover.first_top_level_leading
         if not new_stmts:
             if moved is None or all(line.comment is None for line in moved):
@@ -139,6 +149,21 @@ class ImportPlan:
         body[at:at] = new_stmts
         return module.with_changes(body=body)
 
+
+    def _define_after_imports(self, module: cst.Module) -> cst.Module:
+        """The generated functions, after the file's leading block of imports."""
+        body = list(module.body)
+        at = _after_docstring_and_future(body)
+        while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) \
+                and isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)):
+            at += 1
+        two_blank = [cst.EmptyLine(), cst.EmptyLine()]
+        defs = [cst.parse_statement(code, config=module.config_for_parsing).with_changes(leading_lines=two_blank)
+                for code in self.definitions.values()]
+        if at < len(body):
+            body[at] = body[at].with_changes(leading_lines=[*two_blank, *body[at].leading_lines])
+        body[at:at] = defs
+        return module.with_changes(body=body)
 
     # --- code generated once per top-level statement ----------------------------------
     def _text(self, module: cst.Module, stmt: cst.CSTNode) -> str:
