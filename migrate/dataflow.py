@@ -46,6 +46,9 @@ def related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
+_CONSTANTS = {"True", "False", "None"}   # libcst Names, but no variables
+
+
 class _Names(cst.CSTVisitor):
     def __init__(self) -> None:
         self.reads: Counter[str] = Counter()
@@ -71,7 +74,7 @@ class _Names(cst.CSTVisitor):
 
     def _mutate(self, node) -> None:
         path = path_of(node)
-        if path is None or any(path.split(".")[0] in c for c in self._comp_locals):
+        if path is None or path in _CONSTANTS or any(path.split(".")[0] in c for c in self._comp_locals):
             return
         self.mutated.add(path)
         if "." not in path:
@@ -157,7 +160,7 @@ class _Names(cst.CSTVisitor):
         self._read(node)
 
     def _read(self, node: cst.Name, whole: bool = True) -> bool:
-        if id(node) in self._targets or any(node.value in c for c in self._comp_locals):
+        if node.value in _CONSTANTS or id(node) in self._targets or any(node.value in c for c in self._comp_locals):
             return False
         self.reads[node.value] += 1
         if whole:

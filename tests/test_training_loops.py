@@ -270,3 +270,22 @@ def test_gradients_torch_adds_up_across_optimizers_are_refused():
     assert [d.code for d in result.diagnostics] == ["MSC108", "MSC102", "MSC102"]
     assert "line 11 too" in result.diagnostics[1].message
     assert "train_step" not in result.code
+
+
+def test_constants_passed_to_a_dropped_call_are_no_step_inputs():
+    """`save_image(gen, path, normalize=True)` between two steps: a dropped call's arguments count
+    as changed (it may store them), and `True` was taken for a variable, then for an input of the
+    next step: `def forward_fn(real, gen, True)` did not parse (an internal error that left the
+    file unconverted, PyTorch-GAN's relativistic_gan / wgan_div / clustergan)."""
+    src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
+           "og = torch.optim.SGD(G.parameters(), lr=0.1)\nod = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+           "def keep(*a, **k):\n    pass\n"
+           "for i in range(2):\n    x = torch.randn(4, 2)\n    og.zero_grad()\n    gen = G(x)\n"
+           "    g_loss = D(gen).mean()\n    g_loss.backward()\n    og.step()\n"
+           "    keep(gen, True, None, normalize=False)\n"
+           "    od.zero_grad()\n    d_loss = D(gen.detach()).mean() - D(x).mean(0, keepdim=True).sum()\n"
+           "    d_loss.backward()\n    od.step()\n")
+    result = convert_source(src, "gan.py")
+    assert not [d for d in result.diagnostics if d.code in ("MSC107", "MSC102")], result.diagnostics
+    params = re.findall(r"def forward_fn\w*\((.*)\)", result.code)
+    assert len(params) == 2 and not any(c in p for p in params for c in ("True", "None", "False")), params
