@@ -680,7 +680,27 @@ def sizes(site):
         if len(elements) == 1:
             elements = [elements[0].with_changes(comma=cst.Comma())]
         site.bound = {"size": cst.Arg(cst.Tuple(elements)), **rest}
+    size = site.bound.get("size")
+    if "dtype" not in site.bound and size is not None and _may_be_empty(size.value):
+        # MindSpore infers no dtype for an empty shape (ops.zeros(()) raises "Unsupported data
+        # type"): torch's default, float32, is given where the shape may be () at run time
+        site.bound["dtype"] = cst.Arg(site.ref("mindspore.float32"), keyword=cst.Name("dtype"),
+                                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
     return _trainable(site, site.call(site.record.target))
+
+
+def _may_be_empty(shape) -> bool:
+    """Is this shape argument `()`, or another tensor's shape that may be (`x.shape`, `x.size()`,
+    `x.shape[1:]`, `(*x.shape,)`)? A plain name is taken for an int (`torch.ones(dim)`)."""
+    if isinstance(shape, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.StarredElement) and _may_be_empty(e.value) for e in shape.elements)
+    if isinstance(shape, cst.Attribute):
+        return shape.attr.value == "shape"
+    if isinstance(shape, cst.Call) and isinstance(shape.func, cst.Attribute):
+        return shape.func.attr.value == "size" and not shape.args
+    if isinstance(shape, cst.Subscript):
+        return _may_be_empty(shape.value) and any(isinstance(e.slice, cst.Slice) for e in shape.slice)
+    return False
 
 
 def type_info(site):
