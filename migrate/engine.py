@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.helpers import parse_template_expression, parse_template_statement
 
+from msmigrate.arguments import argument_objects
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
-                             TRIVIA_TYPES, is_source, is_statement_type, module_imports, taken_names)
+                             TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
+                             taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 from msmigrate.compile_check import uncompile_unsound_steps
 from msmigrate.torch_left import stop_at_top
@@ -103,6 +105,8 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan.source_tree = names.tree
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}), source_map)
+    if names.tree is not None:
+        ctx.arguments = argument_objects(names.tree, names.imports, project, _RETURNS_SELF)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -130,6 +134,8 @@ class FileContext:
 
     source_map: SourceMap | None = None
     not_tensors: set = field(default_factory=set)   # names a pass knows hold no Tensor (their .backward(x) is no Tensor.backward)
+    # function name -> {parameter -> torch API of the object every call passes} (msmigrate.arguments)
+    arguments: dict = field(default_factory=dict)
 
     def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
         """A test for original statements: False only when none of `words` occurs as an
@@ -153,6 +159,7 @@ def _focus(ctx: FileContext, source_map: SourceMap, table: ApiTable) -> Focus:
     words |= {b for scope in names.scopes.values() for b, q in scope.items() if is_source(q)}
     words |= names.classes
     words |= {part for key in ctx.project for part in key.split(".")}
+    words |= {p for params in ctx.arguments.values() for p in params}   # objects passed in
     methods = {**table.passthrough, **table.by_method}   # every method name with a record
     operators = "|".join(re.escape(token) for token, dunder in _UNARY_TOKENS.items()
                          if table.lookup(f"torch.Tensor.{dunder}") is not None) or None
@@ -611,6 +618,7 @@ class Rewriter(cst.CSTTransformer):
         self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
         self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
+        self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
 
     def project_class(self, name: str) -> cst.ClassDef | None:
         """The definition of a class this file imports from another project file, if known."""
@@ -802,12 +810,33 @@ class Rewriter(cst.CSTTransformer):
 
     # ---- scopes ----------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.push_function(node, self.ctx.known_scope(node))
+        in_class = bool(self.scopes.stack) and self.scopes.stack[-1].kind == "class"
+        known = self.ctx.known_scope(node)
+        self.scopes.push_function(node, known)
         self.functions.append(node.name.value)
+        # parameters every call in the file passes an object with call-site rules for
+        # (`def train(model, loss, ...)` called with a CrossEntropyLoss): bound while inside;
+        # any other parameter of a def of the source shadows an object of its name made outside
+        # (the functions a structural pass generates pass their objects on by the same names)
+        shadowed = {}
+        passed = {} if in_class else self.ctx.arguments.get(node.name.value, {})
+        for param in params_of(node.params):
+            rec = self.table.lookup(passed[param]) if param in passed else None
+            if rec is not None and rec.instance_call:
+                shadowed[param] = self.instances.get(param)
+                self.instances[param] = rec
+            elif known is not None and param in self.instances and self.instances[param].instance_call:
+                shadowed[param] = self.instances.pop(param)
+        self.param_instances.append(shadowed)
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         self.functions.pop()
+        for param, before in self.param_instances.pop().items():
+            if before is None:
+                self.instances.pop(param, None)
+            else:
+                self.instances[param] = before
         return updated
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
@@ -1128,6 +1157,15 @@ class Rewriter(cst.CSTTransformer):
         rec = self._pick_method(candidates, receiver)
         if rec is None:
             return updated
+        if rec.calls_object:   # `criterion.forward(out, y)` is `criterion(out, y)`
+            inst = self.instances.get(root or "")
+            if inst is not None and inst.instance_call:
+                try:
+                    updated = transform_function(inst.instance_call)(Site(self, inst, inst.torch, updated))
+                except Unconvertible as exc:
+                    self.flag(exc.status, f"{root}.{method}(...) ({inst.torch}): {exc}")
+                except Exception as exc:  # a bug in a transform must not cost the rest of the file
+                    self.flag("MSC107", f"{root}.{method}(...) ({inst.torch}): {_describe(exc)}")
         q = rec.torch
         return self._apply(rec, q, updated, updated.func.value)
 

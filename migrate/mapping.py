@@ -60,7 +60,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
            "attributes", "fixed", "children", "csv", "read", "promote",
-           "dtype_review"}
+           "dtype_review", "calls_object"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,8 @@ class ApiRecord:
                               # integer or bool at conversion time gets a cast (rules/transforms/dtypes.py)
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
+    calls_object: bool = False   # a method whose call is a call of its object (`m.forward(x)`
+                              # is `m(x)`): the object's instance_call applies to it too
     source: str = ""          # the toml file it came from
 
     @property
