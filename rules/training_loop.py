@@ -1171,7 +1171,9 @@ class TrainingLoopPass(cst.CSTTransformer):
             defs.append(self._jit_def(apply, "grads", [*part_lines, f"{opt}(grads)", *ret]))
             end = f"len({opt}.parameters)" if offset == "0" else f"{offset} + len({opt}.parameters)"
             target = f"{', '.join(part_norms)} = " if part_norms else ""
-            call_stmts.append(self._stmt(f"{target}{apply}({grads}[{'' if offset == '0' else offset}:{end}])"))
+            # mutable: a tuple of Tensors passed as such is a constant of the graph (compiled again every call)
+            call_stmts.append(self._stmt(f"{target}{apply}({ms_('mindspore.mutable')}("
+                                         f"{grads}[{'' if offset == '0' else offset}:{end}]))"))
             offset = end
         return defs, call_stmts, [*step["before"], *step["after"]]
 

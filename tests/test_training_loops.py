@@ -289,3 +289,15 @@ def test_constants_passed_to_a_dropped_call_are_no_step_inputs():
     assert not [d for d in result.diagnostics if d.code in ("MSC107", "MSC102")], result.diagnostics
     params = re.findall(r"def forward_fn\w*\((.*)\)", result.code)
     assert len(params) == 2 and not any(c in p for p in params for c in ("True", "None", "False")), params
+
+
+@pytest.mark.framework
+def test_each_optimizer_of_one_backward_pass_compiles_once(tmp_path):
+    """The gradient parts handed to each optimizer's compiled function are mutable: a plain
+    tuple of Tensors would be a graph constant, compiled again on every call."""
+    script = convert_to(tmp_path, "two_optimizers_one_backward.py")
+    proc = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env={**ENV, "GLOG_v": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled = sorted(m.group(1) for m in COMPILE_LINE.finditer(proc.stderr))
+    assert compiled == ["apply_dec_opt", "apply_enc_opt", "train_step"], compiled
