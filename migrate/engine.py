@@ -619,6 +619,7 @@ class Rewriter(cst.CSTTransformer):
         self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
         self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
+        self.cell_classes: list[bool] = []  # per enclosing class: is it a torch.nn.Module subclass
 
     def project_class(self, name: str) -> cst.ClassDef | None:
         """The definition of a class this file imports from another project file, if known."""
@@ -853,9 +854,13 @@ class Rewriter(cst.CSTTransformer):
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        cell = False
         for base in node.bases:
-            if self._class_base_record(base.value) is not None:
+            found = self._class_base_record(base.value)
+            if found is not None:
                 self._skip_chain(base.value)
+                cell = cell or found[0].torch.startswith("torch.nn.")
+        self.cell_classes.append(cell)
         self.scopes.push_class(node, self.ctx.known_scope(node))
 
     def _class_base_record(self, expr) -> tuple[ApiRecord, str] | None:
@@ -870,6 +875,7 @@ class Rewriter(cst.CSTTransformer):
 
     def leave_ClassDef(self, original, updated):
         self.scopes.pop()
+        self.cell_classes.pop()
         bases = []
         root: ApiRecord | None = None
         self.pos_stack.append(self._pos(original))
@@ -916,6 +922,13 @@ class Rewriter(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._skip_chain(node.func)
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and \
+                any(r.read for r in self.table.by_method.get(func.value.attr.value, ())) and \
+                not is_source(self.scopes.resolve(func.value)):    # not a module path: torch.utils.data.X
+            # a method called on a tensor attribute read (`w.data.numpy()`, `x.real.sum()`): the
+            # receiver is read like any other (leave_Attribute)
+            self.skip.discard(id(func.value))
         if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass"):
             self.type_checks += 1
 
@@ -932,8 +945,9 @@ class Rewriter(cst.CSTTransformer):
         self.skip.add(id(node.attr))
         if id(node) in self.skip:
             # a call's func or a class base, resolved by the Call/ClassDef: a plain dotted
-            # chain holds nothing else (its Names are skipped too)
-            return dotted(node) is None
+            # chain holds nothing else (its Names are skipped too), but a receiver read like an
+            # attribute (visit_Call)
+            return dotted(node) is None or (isinstance(node.value, cst.Attribute) and id(node.value) not in self.skip)
         return self._visit_reference(node)
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -910,6 +910,53 @@ def transpose(site):
     return site.expr("{r}.swapaxes({a}, {b})", r=site.receiver, a=site.arg("dim0"), b=site.arg("dim1"))
 
 
+# a statement that writes through `.data`: `p.data.add_(...)`, `p.data[0] = v`, `p.data = v`, `p.data *= 2`
+_WRITES_DATA = re.compile(r"\.data\s*(\.\w+_\s*\(|\[[^\]]*\]\s*[-+*/]?=(?!=)|[-+*/]?=(?!=))")
+
+
+def data_read(site):
+    """`x.data` read in a method of an nn.Module subclass: its construct (and what it calls) is
+    compiled, where MindSpore 2.10 rejects Tensor.data ("'Parameter' object has no attribute
+    'numpy'" for `attn.data.numpy()`); torch's `.data` is the value cut from the graph, which is
+    `ops.stop_gradient(x)`. Elsewhere (PyNative code, where Tensor.data is the tensor itself) and in
+    a statement that writes through `.data` (in-place updates, converted elsewhere) it is kept."""
+    if not _in_cell_method(site):
+        return site.node.func
+    if _WRITES_DATA.search(cst.Module([]).code_for_node(site.statement)):
+        return site.node.func
+    return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=site.receiver)
+
+
+def _in_cell_method(site) -> bool:
+    """In a method of an nn.Module subclass: code MindSpore compiles (construct and its helpers)."""
+    return bool(site.rw.cell_classes and site.rw.cell_classes[-1] and site.rw.functions)
+
+
+@torch_method
+def numpy_in_cell(site):
+    """`attn.data.numpy()` in a Cell's method (attention weights kept for a plot): a NumPy array
+    made in compiled code is a Python object the graph cannot type, and the values computed with
+    it come out untyped (the BiLSTM-attention tutorial's logits reach CrossEntropyLoss as
+    'Tensor(shape=[-2], dtype=Float64)'). The value stays a Tensor cut from the graph
+    (`ops.stop_gradient(attn)`), marked: NumPy reads it as an array (np.asarray, matplotlib), but it
+    is a Tensor. Elsewhere (PyNative) `.numpy()` is kept."""
+    if not _in_cell_method(site) or site.bound:
+        return site.node
+    site.flag("review", "Tensor.numpy() in a Cell's method -> ops.stop_gradient(x), a Tensor: compiled "
+                        "code cannot hand a NumPy array on (np.asarray(x) reads this one as one)")
+    receiver = site.receiver
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == "data":
+        receiver = receiver.value
+    else:
+        call = site.rw.original_call
+        inner = call.func.value if call is not None and isinstance(call.func, cst.Attribute) else None
+        if (isinstance(inner, cst.Attribute) and inner.attr.value == "data") or (
+                isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "detach" and not inner.args):
+            return receiver     # `x.data` / `x.detach()` is ops.stop_gradient(x) already
+    return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=receiver)
+
+
 def requires_grad_read(site):
     """`x.requires_grad` read: MindSpore Tensors carry no such flag (gradients come from ms.grad
     over a function's inputs and Parameters); a Parameter's is kept, and torch tensors made with
