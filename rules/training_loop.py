@@ -466,6 +466,35 @@ class TrainingLoopPass(cst.CSTTransformer):
             start = end
         return out
 
+    def _data_input(self, stmt, inputs: list[str]):
+        """`z = torch.randn(..., requires_grad=True)` passed into the step and never used for its
+        own gradient (no `z.grad`, no optimizer over it): plain data there. As a Parameter (what
+        requires_grad=True becomes) every new one would compile the step again."""
+        name = _assigned_name(stmt)
+        call = _call_of(stmt)
+        if name is None or name not in inputs or call is None or not self._q(call.func).startswith("torch."):
+            return stmt
+        keep = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "requires_grad"
+                                             and self._code(a.value) == "True")]
+        if len(keep) == len(call.args) or self._gradient_used(name):
+            return stmt
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        new = stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(args=keep))])
+        self.originals[id(new)] = self.originals.get(id(stmt), stmt)
+        return new
+
+    def _gradient_used(self, name: str) -> bool:
+        """Whether the program reads `name.grad` / `name.requires_grad`, differentiates w.r.t. it
+        or builds an optimizer over it."""
+        code = self.module.code
+        if re.search(rf"\b{re.escape(name)}\.(grad|requires_grad)\b", code) or "autograd.grad" in code:
+            return True
+        for n in _walk(self.module):
+            if isinstance(n, cst.Call) and self._q(n.func).startswith(OPTIMIZER_PREFIX) and \
+                    any(name in reads(a.value) for a in n.args):
+                return True
+        return False
+
     def _names_network(self, stmt, leaves: set[str]) -> bool:
         """Whether a statement calls or names one of these networks, or calls a function of
         this file that names one."""
@@ -690,6 +719,7 @@ class TrainingLoopPass(cst.CSTTransformer):
                                         f"its running statistics once more per iteration than in torch", line, col)
             call_stmts[0] = call_stmts[0].with_changes(
                 leading_lines=[*call_stmts[0].leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
+        rest_pre = [self._data_input(s, inputs) for s in rest_pre]
         new_body = rest_pre[:first_slice_at] + hoisted + call_stmts + rest_pre[first_slice_at:] + post
 
         loop = self.loops[-1][0] if self.loops[-1] else None

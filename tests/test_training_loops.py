@@ -301,3 +301,27 @@ def test_each_optimizer_of_one_backward_pass_compiles_once(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     compiled = sorted(m.group(1) for m in COMPILE_LINE.finditer(proc.stderr))
     assert compiled == ["apply_dec_opt", "apply_enc_opt", "train_step"], compiled
+
+
+@pytest.mark.framework
+def test_an_input_made_with_requires_grad_is_data_for_the_step(tmp_path):
+    """`G_ideas = torch.randn(..., requires_grad=True)` (MorvanZhou's GAN) fed to the step whose
+    gradient nobody reads: plain data, not a new Parameter every iteration (each compiled the
+    step again: 2 s an iteration). Where `z.grad` is read, it stays a Parameter."""
+    src = ("import torch\nimport torch.nn as nn\nG = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\n"
+           "opt_g = torch.optim.Adam(G.parameters())\nopt_d = torch.optim.Adam(D.parameters())\n"
+           "for step in range(4):\n    z = torch.randn(4, 2, requires_grad=True)\n    fake = G(z)\n"
+           "    g_loss = -D(fake).mean()\n    opt_g.zero_grad()\n    g_loss.backward()\n    opt_g.step()\n"
+           "    d_loss = D(fake.detach()).mean() - D(torch.ones(4, 2)).mean()\n    opt_d.zero_grad()\n"
+           "    d_loss.backward()\n    opt_d.step()\n    print('loss', g_loss.item(), d_loss.item())\n")
+    result = convert_source(src, "gan.py")
+    assert result.diagnostics == [] and "Parameter(" not in result.code
+    kept = convert_source(src + "print(z.grad)\n", "gan.py")
+    assert "Parameter(ops.randn((4, 2)))" in kept.code
+    (tmp_path / "gan.py").write_text(result.code)
+    proc = subprocess.run([sys.executable, "gan.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env={**ENV, "GLOG_v": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled = sorted(m.group(1) for m in COMPILE_LINE.finditer(proc.stderr))
+    assert compiled == ["train_step", "train_step_1"], compiled
+    assert len(re.findall(r"^loss ", proc.stdout, re.M)) == 4
