@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import importlib
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -227,11 +227,16 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
     aliases: dict[str, ApiRecord] = {}
     path = Path(rules_dir).parent / "aliases.toml" if rules_dir else RULES_DIR / "aliases.toml"
     if path.exists():
-        for alias, name in tomllib.loads(path.read_text()).get("alias", {}).items():
+        data = tomllib.loads(path.read_text())
+        # [alias]: the same torch object; [same]: another object computing the same thing from the
+        # same arguments (torch.special.expit and torch.sigmoid): the record, under its own name
+        entries = [(section, alias, name) for section in ("alias", "same")
+                   for alias, name in data.get(section, {}).items()]
+        for section, alias, name in entries:
             if name not in by_name:
                 raise MappingError(f"aliases.toml: {alias} -> {name}, which has no record")
             if alias not in by_name:
-                aliases[alias] = by_name[name]
+                aliases[alias] = by_name[name] if section == "alias" else replace(by_name[name], torch=alias)
                 parts = alias.split(".")
                 namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
     passthrough = _passthrough(Path(rules_dir).parent / "tensor_passthrough.toml" if rules_dir

@@ -66,3 +66,25 @@ def test_aliases_point_at_records_and_exist_in_torch():
         if objs[0] is None or objs[0] is not objs[1]:
             missing.append(alias)
     assert not missing, missing
+
+
+def test_same_entries_exist_in_torch_and_have_suite_cases():
+    """rules/aliases.toml [same]: other torch objects converted with another API's record. Being
+    different objects, each must be verified by running: every entry is a torch callable and has
+    cases in the per-API suite (tests/api_suite/cases), which compare it with torch."""
+    import sys
+    import tomllib
+    from pathlib import Path
+    from msmigrate.mapping import RULES_DIR
+    same = tomllib.loads((RULES_DIR / "aliases.toml").read_text())["same"]
+    table = load_table()
+    assert all(table.lookup(a) is not None and table.lookup(a).torch == a for a in same)
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "api_suite"))
+    import suite
+    tested = {case.api for case in suite.load_cases()}
+    assert not [a for a in same if a not in tested]
+    pytest.importorskip("torch")
+    import importlib
+    for alias in same:
+        module, _, attr = alias.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), attr, None)), alias

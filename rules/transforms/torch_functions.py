@@ -799,3 +799,28 @@ def meshgrid(site):
         site.node = site.node.with_changes(args=args[:k] + spread + args[k + 1:])
         site.unbound = [a for a in site.node.args if a.keyword is None]
     return site.call(site.record.target)
+
+
+# ---- torch.special functions MindSpore composes from others -------------------------------
+
+def _out_dropped(site) -> None:
+    """out= is dropped and marked, as a record's reject = { out = ["None"] } does."""
+    if not _is_none(site.arg("out")):
+        site.flag("MSC105", f"{site.qualname}: out={site.code(site.arg('out'))} has no MindSpore "
+                            f"equivalent (only None); argument dropped")
+
+
+@_calls("input")
+def ndtr(site):
+    """torch.special.ndtr(x), the standard normal CDF: (1 + erf(x / sqrt(2))) / 2."""
+    _out_dropped(site)
+    return site.expr("(1 + {erf}({x} * 0.7071067811865476)) / 2", erf="@mindspore.ops.erf",
+                     x=_paren(site.arg("input")))
+
+
+@_calls("input")
+def ndtri(site):
+    """torch.special.ndtri(p), the inverse of the standard normal CDF: sqrt(2) * erfinv(2p - 1)."""
+    _out_dropped(site)
+    return site.expr("1.4142135623730951 * {erfinv}(2 * {p} - 1)", erfinv="@mindspore.ops.erfinv",
+                     p=_paren(site.arg("input")))
