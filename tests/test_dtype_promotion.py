@@ -102,3 +102,18 @@ def test_method_on_a_visibly_integer_tensor_converts_as_the_function(code, expec
 def test_method_on_float_or_unknown_stays(code, kept):
     out = body(code)
     assert kept in out and CAST not in out
+
+
+@pytest.mark.parametrize("code", [
+    "y = torch.logsumexp(torch.arange(6).reshape(2, 3), 1)\n",     # a reshape keeps the dtype
+    "y = torch.exp(torch.arange(6)[1:])\n",                         # so does indexing
+    "y = torch.isinf(torch.tensor([1, 2]))\n",
+    "y = torch.count_nonzero(a > 0, dim=1)\n",
+])
+def test_dtype_kept_through_reshapes_and_more_float_only_records(code):
+    assert CAST in body(code)
+
+
+def test_view_as_another_dtype_is_that_dtype():
+    assert CAST not in body("y = torch.exp(torch.arange(4).view(torch.float32))\n")
+    assert CAST in body("y = torch.exp(torch.randn(4).view(torch.int32))\n")

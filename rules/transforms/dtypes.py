@@ -8,8 +8,9 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
     torch.arange(<int literals>), torch.tensor(<int/bool literals>), torch.randint(...),
     torch.zeros/ones/full/empty/tensor(..., dtype=torch.long|int|bool...), .long()/.int()/
     .bool()/.to(torch.long)/.type(torch.int32), comparisons, ~/&/|/^ of bools, +,-,*,//,% of
-    integers, and names whose last binding before the call in straight-line code (no enclosing
-    loop or try rebinding them) or every binding of which in their scope is one of these.
+    integers, their reshapes/views/indexing (x.reshape(2, 3), x[0]: the same dtype), and
+    names whose last binding before the call in straight-line code (no enclosing loop or try
+    rebinding them), or every binding of which in their scope, is one of these.
 
 Anything else (function parameters, names bound in several ways, loop variables) is unknown
 and left as it is. Which arguments are float-only is data: the `promote` field of a record.
@@ -26,6 +27,9 @@ INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8"
 FLOAT_DTYPES = {"float", "float32", "double", "float64", "half", "float16", "bfloat16"}
 INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char": "int",
                "bool": "bool", "float": "float", "double": "float", "half": "float"}
+# Tensor methods whose result has the receiver's dtype (x.reshape(2, 3) of an int tensor: int)
+SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute", "squeeze", "unsqueeze",
+                      "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda"}
 # torch functions whose result is an integer tensor whatever their arguments' dtype
 INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
                "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero"}
@@ -79,6 +83,9 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
         return None
     if isinstance(expr, cst.Call):
         return _call_kind(rw, expr, _seen)
+    if isinstance(expr, cst.Subscript):   # indexing keeps a tensor's dtype
+        inner = kind(rw, expr.value, _seen)
+        return inner if inner in ("int", "bool", "float") else None
     return None
 
 
@@ -103,6 +110,11 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         if method in ("to", "type") and call.args:
             first = call.args[0]
             return _dtype_kind(rw, first.value if first.keyword is None else (dtype or first.value))
+        if method in SAME_DTYPE_METHODS:
+            if method == "view" and len(call.args) == 1 and _dtype_kind(rw, call.args[0].value) is not None:
+                return _dtype_kind(rw, call.args[0].value)   # x.view(torch.int32) reinterprets
+            inner = kind(rw, func.value, seen)
+            return inner if inner in ("int", "bool", "float") else None
         return None
     q = rw.scopes.resolve(func) or ""
     made_by = rw.instances.get(dotted(func) or "")
