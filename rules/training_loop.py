@@ -295,6 +295,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
         self._objects = None       # _PythonObjects of the module, built when first needed
+        self.later_reads: set[str] = set()   # names a later step of the block may compute again from
 
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
@@ -434,7 +435,15 @@ class TrainingLoopPass(cst.CSTTransformer):
                 body[i] = self._flag(body[i], "manual", why)
             return body
 
-        optimizers = [self._optimizer_step(body[s]) for _, s, _ in groups]
+        # what a later step may compute again reads names an earlier step binds: that step
+        # hands them back (`noise` of `fake = netG(noise)`, both inside the discriminator's step)
+        leaves, tainted = self._leaves(list(self.optimizers)), set()
+        self.later_reads = set()
+        for stmt in body:
+            e = effects(stmt)
+            if self._names_network(stmt, leaves) or any(related(r, t) for r in e.read for t in tainted):
+                tainted |= e.changed
+                self.later_reads |= reads(stmt)
         out, earlier, start = [], {"stmts": [], "steps": []}, 0
         renames = self._renames(list(dict.fromkeys(o for _, s, e in groups for o in
                                                    map(self._optimizer_step, body[s:e]) if o)))
@@ -464,6 +473,7 @@ class TrainingLoopPass(cst.CSTTransformer):
                 elif j < bws[-1]:
                     earlier["stmts"].append((j, stmt))
             start = end
+        self.later_reads = set()
         return out
 
     def _data_input(self, stmt, inputs: list[str]):
@@ -984,7 +994,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         for loop in self.loops[-1]:
             if isinstance(loop, cst.For):
                 rebound |= writes(cst.SimpleStatementLine([cst.Expr(loop.target)])) | set(names(loop.target)[0])
-        return [n for n in written if n != loss_name and (outside[n] > 0 or (n in free and n not in rebound))]
+        return [n for n in written if n != loss_name and (outside[n] > 0 or n in self.later_reads
+                                                          or (n in free and n not in rebound))]
 
     # ---- the optimizer step and what surrounds it -----------------------------------------
     def _find_step(self, post: list, scaler: str | None):

@@ -223,7 +223,8 @@ def _printed_losses(path, cwd=None) -> list[float]:
 
 @pytest.mark.framework
 @pytest.mark.parametrize("name, count", [("gan_two_steps.py", 12), ("gan_fake_once.py", 12),
-                                         ("gan_two_backward.py", 12), ("two_optimizers_one_backward.py", 4)])
+                                         ("gan_two_backward.py", 12), ("gan_dcgan_per_term.py", 12),
+                                         ("two_optimizers_one_backward.py", 4)])
 def test_several_backward_passes_or_optimizers_in_one_step_train_like_torch(tmp_path, name, count):
     """GAN steps (one compiled step per optimizer, each computing again the shared forward it
     differentiates), two backward passes before one step, and two optimizers stepped after one
@@ -231,7 +232,7 @@ def test_several_backward_passes_or_optimizers_in_one_step_train_like_torch(tmp_
     torch's, from the same initial weights (the programs set them from a seeded NumPy draw)."""
     src = PROGRAMS / name
     result = convert_source(src.read_text(), name)
-    assert result.diagnostics == []
+    assert not [d for d in result.diagnostics if d.code.startswith("MSC")], result.diagnostics
     assert "update_parameters_name" in result.code   # two networks whose parameter names collide
     converted = tmp_path / name
     converted.write_text(result.code)
