@@ -824,3 +824,18 @@ def ndtri(site):
     _out_dropped(site)
     return site.expr("1.4142135623730951 * {erfinv}(2 * {p} - 1)", erfinv="@mindspore.ops.erfinv",
                      p=_paren(site.arg("input")))
+
+
+@_calls("x")
+def linalg_vander(site):
+    """torch.linalg.vander(x, N=n): columns x**0, x**1, ... (increasing), over x's last axis (a batch
+    of vectors too): x[..., None] ** arange(n), n defaulting to x.shape[-1]. An x that is not a
+    plain name without N: ops.vander (decreasing powers, 1-D only) flipped."""
+    from msmigrate.rules.transforms.tensor_methods import _simple
+    x, n = site.arg("x"), site.arg("N")
+    if n is None and _simple(x):
+        n = site.expr("{x}.shape[-1]", x=x)
+    if n is None:
+        return site.expr("{flip}({v}({x}), (-1,))", flip="@mindspore.ops.flip", v="@mindspore.ops.vander", x=x)
+    return site.expr("{pow}({expand}({x}, -1), {arange}({n}))", pow="@mindspore.ops.pow",
+                     expand="@mindspore.ops.unsqueeze", x=x, arange="@mindspore.ops.arange", n=n)
