@@ -28,14 +28,21 @@ _OUTPUT_CALLS = {"print", "len", "isinstance", "id", "repr", "str", "type", "wri
                  "warning", "error", "log", "add_scalar", "add_scalars", "set_description", "set_postfix"}
 
 
+# methods that hand back (a view of) something their receiver holds
+_ACCESSORS = {"setdefault", "get", "values", "items", "keys", "__getitem__", "view", "reshape", "narrow",
+              "select", "expand", "transpose", "permute", "t", "squeeze", "unsqueeze", "flatten", "detach",
+              "data", "view_as", "as_strided", "diagonal", "unfold", "split", "chunk", "unbind"}
+
+
 def path_of(node) -> str | None:
-    """`self.parts` for `self.parts`, `self.parts[k]`, `self.parts.setdefault(k, [])`; None when
-    the expression is not rooted at a name."""
+    """`self.parts` for `self.parts`, `self.parts[k]`, `self.parts.setdefault(k, [])`, `w.view(-1)`;
+    None when the expression is not rooted at a name, or is a new object a call made
+    (`torch.zeros(2).fill_(1)` changes no variable)."""
     while isinstance(node, (cst.Subscript, cst.Call)):
         if isinstance(node, cst.Subscript):
             node = node.value
-        elif isinstance(node.func, cst.Attribute):
-            node = node.func.value   # what a method hands back lives in its receiver
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in _ACCESSORS:
+            node = node.func.value   # what it hands back lives in its receiver
         else:
             return None
     return dotted(node)

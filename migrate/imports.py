@@ -60,6 +60,7 @@ class ImportPlan:
         # (rules/generated), placed after the imports when the converted code uses it
         self.definitions: dict[str, str] = {}
         self.generated: set[int] = set()  # ids of reference nodes made by structural passes
+        self._generated_nodes: list = []  # ... kept alive, so that no other node takes an id
         # statement -> False when it certainly holds no import statement (its subtree is skipped)
         self.may_import: Callable[[cst.CSTNode], bool] = lambda stmt: True
         self.source_aliases: set[str] | None = None   # names torch imports bind (None: unknown)
@@ -114,6 +115,16 @@ class ImportPlan:
     @functools.cached_property
     def _source_modules(self) -> set[str]:
         return source_modules(self.source_tree)
+
+    def mark_generated(self, node: cst.CSTNode) -> None:
+        """A MindSpore reference a structural pass wrote (`ms.ops.x`): the table pass leaves it
+        and the nodes of its attribute chain alone."""
+        while True:
+            self.generated.add(id(node))
+            self._generated_nodes.append(node)
+            if not isinstance(node, cst.Attribute):
+                return
+            node = node.value
 
     def define(self, name: str, code: str) -> cst.Name:
         """A reference to the generated function `name` (its code `code`), requesting it."""

@@ -75,6 +75,47 @@ class FocusedTransformer(cst.CSTTransformer):
         return result
 
 
+class Bindings(cst.CSTVisitor):
+    """Names (dotted: `device`, `self.device`) a file binds only to values `wanted(value)`
+    accepts (`chosen`), and names bound to anything else (assignments, loop and with targets:
+    `others`); a name in both is neither."""
+
+    def __init__(self, wanted) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.chosen: set[str] = set()
+        self.others: set[str] = set()
+
+    @property
+    def only_chosen(self) -> set[str]:
+        return self.chosen - self.others
+
+    def _bind(self, target, value) -> None:
+        name = dotted(target)
+        if name is None:
+            for element in getattr(target, "elements", ()):   # a, b = ...: not wanted
+                self._bind(element.value, None)
+            return
+        (self.chosen if value is not None and self.wanted(value) else self.others).add(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str]]:
     """The (bound name, qualified name) pairs an import statement creates."""
     out = []

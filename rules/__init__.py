@@ -5,6 +5,7 @@
 STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.autograd_function:AutogradFunctionPass",
                      "msmigrate.rules.device_type:DeviceTypePass",
+                     "msmigrate.rules.tensor_type_names:TensorTypeNamesPass",
                      "msmigrate.rules.layer_attributes:LayerAttributePass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import dotted
+from msmigrate.names import Bindings, dotted
 
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -24,9 +24,9 @@ class DeviceTypePass(cst.CSTTransformer):
     def __init__(self, ctx) -> None:
         super().__init__()
         self.imports = dict(ctx.names.imports)
-        bindings = _Bindings(self)
+        bindings = Bindings(lambda value: isinstance(value, cst.Call) and self._resolve(value.func) == DEVICE)
         ctx.module.visit(bindings)
-        self.device_names = bindings.devices - bindings.others
+        self.device_names = bindings.only_chosen
         # only the nodes on the way to a rewritten `.type` are visited (libcst rebuilds every
         # visited node, and a rebuilt statement loses its original position)
         scan = _Prescan(self)
@@ -93,40 +93,3 @@ class _Prescan(cst.CSTVisitor):
 
     def on_leave(self, node) -> None:
         self.stack.pop()
-
-
-class _Bindings(cst.CSTVisitor):
-    """Names (dotted: `device`, `self.device`) assigned torch.device(...) calls, and names bound
-    to anything else (assignments, loop and with targets), which are not taken for devices."""
-
-    def __init__(self, owner: DeviceTypePass) -> None:
-        super().__init__()
-        self.owner = owner
-        self.devices: set[str] = set()
-        self.others: set[str] = set()
-
-    def _bind(self, target, value) -> None:
-        name = dotted(target)
-        if name is None:
-            for element in getattr(target, "elements", ()):   # a, b = ...: not devices
-                self._bind(element.value, None)
-            return
-        is_device = isinstance(value, cst.Call) and self.owner._resolve(value.func) == DEVICE
-        (self.devices if is_device else self.others).add(name)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, None)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, None)

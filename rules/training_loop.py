@@ -103,17 +103,9 @@ class _PlaceRefs(cst.CSTTransformer):
     def leave_Name(self, original, updated):
         if updated.value.startswith("__msref_"):
             ref = self.plan.ref(self.refs[int(updated.value[8:-2])])
-            self.plan.generated.update(_node_ids(ref))
+            self.plan.mark_generated(ref)
             return ref
         return updated
-
-
-def _node_ids(node) -> set[int]:
-    out = {id(node)}
-    while isinstance(node, cst.Attribute):
-        node = node.value
-        out.add(id(node))
-    return out
 
 
 class _Names:

@@ -316,3 +316,15 @@ def test_plain_data_saved_with_torch_save_stays_a_pickle():
     want = run_script(PICKLED_DATA)
     got = run_script(code)
     assert got == want
+
+
+@pytest.mark.framework
+def test_init_through_apply_and_data_matches_torch(tmp_path):
+    """`net.apply(weights_init)` with `nn.init.normal_(m.weight.data, ...)` picked by class name
+    (DCGAN's initialisation): `.data` is a copy in MindSpore (no set_data), so the parameter
+    itself is initialised; BatchNorm's weight/bias are its gamma/beta."""
+    from conftest import FIXTURES
+    from test_values_change_type import _outputs
+    src = FIXTURES / "programs" / "weights_init_apply.py"
+    want, got = _outputs(src, _convert(src.read_text()), tmp_path)
+    assert len(want) == 2 and want == got

@@ -14,6 +14,10 @@ def _tensor(site) -> cst.BaseExpression:
     t = site.arg("tensor")
     if t is None:
         raise Unconvertible("no tensor argument", "manual")
+    if isinstance(t, cst.Attribute) and t.attr.value == "data":
+        # `m.weight.data` shares torch's parameter storage; MindSpore's Parameter.data is a copy
+        # without set_data: the parameter itself is initialised
+        t = t.value
     node = t
     if attribute_choice(node):   # a parameter chosen by the layer's class (layer_attributes)
         return t
