@@ -4,16 +4,84 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible
+from msmigrate.names import dotted
 
 
 def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
-    """`forward` is called `construct` in a Cell."""
+    """`forward` is called `construct` in a Cell; an `__init__` that adds children to a container
+    after it became an attribute ends by naming the parameters by their paths."""
     body = []
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
             stmt = stmt.with_changes(name=cst.Name("construct"))
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__" and _adds_children(stmt, site):
+            stmt = _name_parameters_at_end(stmt)
         body.append(stmt)
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+# torch containers whose MindSpore Cell names a child's parameters from its siblings' names when
+# the child is added (append/extend/insert/add_module/[key] = ...): empty, it has none to go by
+_CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
+_ADDS = {"append", "extend", "insert", "insert_child_to_cell", "update"}
+
+
+def _adds_children(init: cst.FunctionDef, site) -> bool:
+    """Does `__init__` add a child to `self` (`self.add_module(n, m)`) or to one of its containers
+    (`self.layers.append(m)`, `self.conv.add_module(n, m)`, `self.heads[k] = m`, `+=`)?
+    MindSpore names the parameters of such a child from the container alone ('0.weight', not
+    torch's 'layers.0.weight'; `self.add_module('fc', m)`: 'weight'), so two containers filled
+    that way hold parameters of the same names, which an optimizer rejects (ValueError: its
+    name '0.weight' already exists)."""
+    def container(expr) -> bool:
+        name = dotted(expr)
+        rec = site.rw.instances.get(name) if name and name.startswith("self.") else None
+        return rec is not None and rec.torch in _CONTAINERS
+
+    for node in _own_statements(init.body):
+        for small in node.body if isinstance(node, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+                    isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in _ADDS:
+                receiver = small.value.func.value
+                if container(receiver) or (isinstance(receiver, cst.Name) and receiver.value == "self"
+                                           and small.value.func.attr.value == "insert_child_to_cell"):
+                    return True
+            elif isinstance(small, cst.AugAssign) and container(small.target):
+                return True
+            elif isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Subscript) and container(t.target.value) for t in small.targets):
+                return True
+    return False
+
+
+def _own_statements(block):
+    """The statements of a function body, in nested blocks too, not in nested defs/classes."""
+    stack = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            yield node
+            continue
+        for child in node.children:
+            if isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine,
+                                  cst.Else, cst.ExceptHandler, cst.Finally)):
+                stack.append(child)
+
+
+def _name_parameters_at_end(init: cst.FunctionDef) -> cst.FunctionDef:
+    """`self.update_parameters_name()` (no prefix: every parameter takes its path under `self`,
+    torch's name) as the last statement of `__init__` (before a final bare `return`)."""
+    stmts = list(init.body.body)
+    call = cst.parse_statement("self.update_parameters_name()   # children added to containers: "
+                               "parameters named by their paths, as in torch\n")
+    last = stmts[-1] if stmts else None
+    at = len(stmts)
+    if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 and isinstance(last.body[0], cst.Return):
+        at -= 1
+    stmts.insert(at, call)
+    return init.with_changes(body=init.body.with_changes(body=stmts))
 
 
 def layer_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
