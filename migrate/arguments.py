@@ -146,7 +146,9 @@ class _Analysis:
             if len(defs) != 1 or defs[0] is None:
                 continue
             positional, keyword = _params(defs[0])
-            found = {p: q for p in (*positional, *keyword) if (q := self.param(name, p)) is not None}
+            rebound = self.scopes[id(defs[0])].values   # a parameter assigned in the body: not followed
+            found = {p: q for p in (*positional, *keyword)
+                     if p not in rebound and (q := self.param(name, p)) is not None}
             if found:
                 out[name] = found
         return out

@@ -307,6 +307,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.scopes.pop()
         self.loops.pop()
         self.funcs.pop()
+        defs = self.pending.pop(id(original), None)   # a step's factory: before the function
+        if defs:
+            self.ready[id(updated)] = defs
         return updated
 
     def visit_ClassDef(self, node) -> None:
@@ -694,6 +697,12 @@ class TrainingLoopPass(cst.CSTTransformer):
         per_object = self._binding_loop(step["optimizer"]) if "optimizer" in step else None
         if per_object is not None:
             inputs = [n for n in inputs if n not in _target_names(per_object.target)]
+        if per_object is None and not self.loops[-1]:
+            # a function's step, run once per call: the objects among its parameters (called:
+            # `model(x)`, `loss.forward(out, y)`) are read by the step's closure, which is built
+            # once per objects (below); a Cell passed to a compiled function compiles it again
+            objects = self._called_params(slice_stmts + ([loss_stmt] if loss_stmt else []))
+            inputs = [n for n in inputs if n not in objects]
         outputs = self._outputs(own_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
@@ -703,6 +712,7 @@ class TrainingLoopPass(cst.CSTTransformer):
             return body
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
+        self._pass_on_arguments([names["forward"], names["step"]], inputs)
         if python_object is not None:
             defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
         if step.get("others"):
@@ -742,6 +752,18 @@ class TrainingLoopPass(cst.CSTTransformer):
                 new_body = defs + new_body
         elif loop is not None:
             self.pending.setdefault(id(loop), []).extend(defs)
+        elif (owner := self._captures_only_params(scope, defs)) is not None:
+            # `def train(model, loss, optimizer, x, y)` called once per batch: the step is built
+            # once per object it closes over (a factory and a cache before the function), not
+            # compiled again on every call
+            cache = self.fresh("train_steps")
+            factory = self._factory(defs, self.fresh(f"make_{names['step']}"), names["step"], owner)
+            factory = factory.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
+            self._pass_on_arguments([factory.name.value], owner)
+            self.pending.setdefault(id(scope), []).extend([factory, self._stmt(f"{cache} = {{}}")])
+            new_body = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
+                                   f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
+                        self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")] + new_body
         else:
             defs[0] = self._flag(defs[0], "review", "the training step is defined inside this "
                                  "function, so it is compiled again on every call: move the "
@@ -917,6 +939,72 @@ class TrainingLoopPass(cst.CSTTransformer):
             return False
         local = (writes(scope.body) | set(params)) - {"self"}
         return not (captured & local)
+
+    def _pass_on_arguments(self, functions: list[str], passed_on: list[str]) -> None:
+        """The enclosing function's parameters known to hold one kind of object at every call
+        (ctx.arguments: `loss` of `def train(model, loss, ...)`, a CrossEntropyLoss) are passed
+        on by the same names to the generated functions (forward_fn, train_step, the step's
+        factory): they hold it there too."""
+        scope = self.funcs[-1]
+        if not isinstance(scope, cst.FunctionDef):
+            return
+        facts = self.ctx.arguments.get(scope.name.value, {})
+        passed = {p: q for p, q in facts.items() if p in passed_on and p not in writes(scope.body)}
+        if passed:
+            for fn in functions:
+                self.ctx.arguments[fn] = passed
+
+    def _called_params(self, stmts: list) -> set[str]:
+        """Parameters of the enclosing module-level function, never rebound in it, that the
+        statements call (`model(x)`) or call `forward`/`construct` of."""
+        scope = self.funcs[-1]
+        if not isinstance(scope, cst.FunctionDef) or len(self.funcs) != 2 or \
+                any(sc.kind == "class" for sc in self.scopes.stack):
+            return set()
+        candidates = set(params_of(scope.params)) - writes(scope.body)
+        found: set[str] = set()
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, node) -> None:
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "construct"):
+                    func = func.value
+                if isinstance(func, cst.Name) and func.value in candidates:
+                    found.add(func.value)
+
+        for stmt in stmts:
+            stmt.visit(_Calls())
+        return found
+
+    def _captures_only_params(self, scope, defs: list) -> list[str] | None:
+        """The parameters of a module-level function the step's definitions close over, when
+        those are all they read of the function (every other name is a global) and the function
+        never rebinds them: the same objects make the same step, so it is built once per
+        objects. None otherwise (a local computed in the function could differ per call)."""
+        if not isinstance(scope, cst.FunctionDef) or len(self.funcs) != 2 or \
+                any(sc.kind == "class" for sc in self.scopes.stack):
+            return None
+        bound, free = set(), set()
+        for d in defs:
+            if isinstance(d, cst.FunctionDef):
+                inner = set(params_of(d.params)) | writes(d.body)
+                free |= reads(d.body) - inner
+                free |= set().union(*(reads(dec) for dec in d.decorators)) if d.decorators else set()
+                bound.add(d.name.value)
+            else:
+                free |= reads(d) - bound
+                bound |= writes(d)
+        params = params_of(scope.params)
+        local = writes(scope.body) | set(params)
+        captured = (free - bound) & local
+        if not captured or captured & writes(scope.body) or not captured <= set(params):
+            return None
+        return [p for p in params if p in captured]
+
+    @staticmethod
+    def _ids(names: list[str]) -> str:
+        """The cache key: the objects' identities (the cached step holds them: no id is reused)."""
+        return f"id({names[0]})" if len(names) == 1 else "(" + ", ".join(f"id({n})" for n in names) + ")"
 
     def _binding_loop(self, name: str):
         """The innermost enclosing `for` whose target binds `name`, if any."""
