@@ -769,7 +769,15 @@ class Rewriter(cst.CSTTransformer):
     def leave_If(self, original, updated):
         """`if torch.cuda.is_available(): x = x.cuda()` emptied by the conversion to `pass`: the
         test only queries (names, torch attributes and calls) and the block does nothing, so the
-        statement goes: a device query left in a compiled step does not compile."""
+        statement goes: a device query left in a compiled step does not compile. Likewise
+        `if torch.cuda.is_available(): h = zeros(n).cuda() else: h = zeros(n)`, whose branches the
+        conversion made the same: the statement becomes that branch."""
+        if isinstance(updated.orelse, cst.Else) and _same_block(updated.body, updated.orelse.body) \
+                and self._is_query(original.test):
+            body = list(updated.body.body) if isinstance(updated.body, cst.IndentedBlock) else [
+                cst.SimpleStatementLine(list(updated.body.body))]
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+            return cst.FlattenSentinel(body)
         if updated.orelse is not None or not _only_pass(updated.body) or _only_pass(original.body):
             return updated
         if not self._is_query(original.test):
@@ -1403,6 +1411,17 @@ def _only_pass(block) -> bool:
     stmt = block.body[0]
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Pass) \
         and not any(line.comment for line in stmt.leading_lines) and not stmt.trailing_whitespace.comment
+
+
+def _same_block(a, b) -> bool:
+    """The same statements (comments and blank lines aside)."""
+    def code(block) -> list[str]:
+        stmts = block.body if isinstance(block, cst.IndentedBlock) else [cst.SimpleStatementLine(list(block.body))]
+        return [_CODE.code_for_node(s.with_changes(leading_lines=[])).strip() for s in stmts]
+    return code(a) == code(b)
+
+
+_CODE = cst.Module([])
 
 
 def _is_noop(original: cst.BaseSmallStatement, updated: cst.BaseSmallStatement) -> bool:

@@ -73,3 +73,25 @@ def test_step_of_a_function_called_per_batch_compiles_once(tmp_path):
     compiled = re.findall(r"CompileInner\] Start compiling, phase: [\w.]*?\.(\w+)\.", proc.stderr)
     assert [f for f in compiled if f.startswith("train_step")] == ["train_step"], compiled
     assert len(re.findall(r"^epoch \d loss", proc.stdout, re.M)) == 2, proc.stdout   # 8 calls of train()
+
+
+@pytest.mark.framework
+def test_device_branches_made_equal_become_the_branch(tmp_path):
+    """`if torch.cuda.is_available(): h = zeros(n).cuda() else: h = zeros(n)` (and `if cuda:`)
+    inside the step: the conversion made both branches the same, and the device query left in
+    the compiled step raised "'builtin_function_or_method' object has no attribute '__code__'"
+    (lx-seq-lstm, zta-13-char-rnn). The statement becomes the branch; the losses are torch's."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "device_branches_in_step.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "is_available()" not in result.code.split("class Net", 1)[1]
+    assert "if cuda:\n" not in result.code
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("epoch")])
+    assert len(outs[0]) == 3 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
