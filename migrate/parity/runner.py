@@ -206,7 +206,7 @@ def run_torch(rec: Record, script: str) -> None:
     # nets: every network recorded, {"prefix", "state" (name -> array), "params" (named parameters),
     # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
-          "names": {}, "acts_open": False, "nets": [], "checked": set()}
+          "names": {}, "acts_open": False, "nets": [], "checked": set(), "entry": None}
     rec.meta["networks"] = []
     created: list = []      # weak references to every module and optimizer, in creation order
     optimizers: list = []
@@ -320,9 +320,18 @@ def run_torch(rec: Record, script: str) -> None:
                 rec.meta["activations"].append({"name": st["names"][id(module)], "cls": type(module).__name__})
                 rec.arrays[f"act/{i}"] = t.detach().cpu().numpy().copy()
 
-    def pre_hook(module, inputs):
+    def pre_hook(called, inputs):
+        module = called
         if st["depth"] == 0:
             if st["model"] is None and any(True for _ in module.parameters()):
+                st["entry"] = called
+                # `model.forward(x)` called directly runs no hook of the model: its first child
+                # with parameters is called from outside; the model is the one live top-level
+                # module holding it
+                owners = [m for m in _top_level([m for m in _alive(created) if isinstance(m, tmodule.Module)
+                                                 and has_parameters(m)], lambda m: m.modules())
+                          if any(c is module for c in m.modules())]
+                module = owners[0] if len(owners) == 1 else module
                 st["model"] = module
                 st["names"] = {id(m): n for n, m in module.named_modules()}
                 rec.meta["module_classes"] = {n: public_torch_class(type(m)) for n, m in module.named_modules()}
@@ -338,9 +347,9 @@ def run_torch(rec: Record, script: str) -> None:
                 st["acts_open"] = bool(rec.spec.get("grads"))
             elif st["model"] is not None and id(module) not in st["checked"] and has_parameters(module):
                 maybe_add_network(module)
-            if any(module is net["module"] for net in st["nets"]):
+            if any(module is c for net in st["nets"] if net["module"] is not None for c in net["module"].modules()):
                 snapshot_pending()
-            if module is st["model"]:
+            if called is st["entry"]:
                 _record_input(rec, st["acts_open"], inputs, is_tensor, lambda t: t.detach().cpu().numpy().copy())
         st["depth"] += 1
 
