@@ -117,3 +117,15 @@ def test_dtype_kept_through_reshapes_and_more_float_only_records(code):
 def test_view_as_another_dtype_is_that_dtype():
     assert CAST not in body("y = torch.exp(torch.arange(4).view(torch.float32))\n")
     assert CAST in body("y = torch.exp(torch.randn(4).view(torch.int32))\n")
+
+
+@pytest.mark.parametrize("code,cast", [
+    ("n = 5\ny = torch.exp(torch.tensor(n))\n", True),               # a name holding a Python int
+    ("y = torch.exp(torch.arange(x.size(1)))\n", True),
+    ("y = torch.exp(torch.arange(len(xs)))\n", True),
+    ("y = torch.exp(torch.tensor([x.shape[0], 2]))\n", True),
+    ("n = 5.0\ny = torch.exp(torch.tensor(n))\n", False),            # a Python float
+    ("def f(n):\n    return torch.exp(torch.arange(n))\n", False),   # a parameter: unknown
+])
+def test_python_ints_held_in_names_and_sizes(code, cast):
+    assert (CAST in body(code)) is cast

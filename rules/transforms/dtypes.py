@@ -45,6 +45,9 @@ TYPED = {"torch.LongTensor": "int", "torch.IntTensor": "int", "torch.BoolTensor"
          "torch.ByteTensor": "int", "torch.ShortTensor": "int", "torch.CharTensor": "int",
          "torch.FloatTensor": "float", "torch.DoubleTensor": "float", "torch.HalfTensor": "float",
          "torch.Tensor": "float"}
+# what a name may be known to hold: a tensor of a kind, or a Python number (`n = 5`,
+# `n = x.size(1)`, `n = len(xs)`: torch.arange(n) is an int tensor)
+_NAME_KINDS = ("int", "bool", "float", "pyint", "pyfloat", "pybool")
 _BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
@@ -84,6 +87,9 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
     if isinstance(expr, cst.Call):
         return _call_kind(rw, expr, _seen)
     if isinstance(expr, cst.Subscript):   # indexing keeps a tensor's dtype
+        if isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" and \
+                len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            return "pyint"   # x.shape[1]
         inner = kind(rw, expr.value, _seen)
         return inner if inner in ("int", "bool", "float") else None
     return None
@@ -103,8 +109,13 @@ def _keyword(call: cst.Call, name: str):
 def _call_kind(rw, call: cst.Call, seen) -> str | None:
     dtype = _keyword(call, "dtype")
     func = call.func
+    if isinstance(func, cst.Name) and func.value == "len" and rw.scopes.resolve(func) is None \
+            and len(call.args) == 1:
+        return "pyint"
     if isinstance(func, cst.Attribute) and rw.scopes.resolve(func) is None:   # a method: x.long()
         method = func.attr.value
+        if method == "size" and len(call.args) == 1 and call.args[0].keyword is None:
+            return "pyint"   # x.size(1)
         if method in INT_METHODS and not call.args:
             return INT_METHODS[method]
         if method in ("to", "type") and call.args:
@@ -140,24 +151,28 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         if data is None:
             positional = [a.value for a in call.args if a.keyword is None]
             data = positional[pos] if len(positional) > pos else None
-        kinds = _literal_kinds(data)
+        kinds = _literal_kinds(data, rw, seen)
         return None if not kinds else "bool" if kinds == {"pybool"} else \
             "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else None
     return None
 
 
-def _literal_kinds(expr) -> set[str] | None:
-    """Kinds of the literals of a (nested) list/tuple of numbers; None when not all literals."""
+def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | None:
+    """Kinds of the Python numbers of a (nested) list/tuple (literals, or names visibly holding
+    one: `n = 5`); None when not all are."""
+    if rw is not None and isinstance(expr, (cst.Name, cst.Call, cst.Subscript)):
+        found = kind(rw, expr, seen)
+        return {found} if found in ("pyint", "pyfloat", "pybool") else None
     if isinstance(expr, (cst.List, cst.Tuple)):
         out: set[str] = set()
         for e in expr.elements:
-            inner = _literal_kinds(e.value)
+            inner = _literal_kinds(e.value, rw, seen)
             if inner is None:
                 return None
             out |= inner
         return out or None
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        return _literal_kinds(expr.expression)
+        return _literal_kinds(expr.expression, rw, seen)
     if isinstance(expr, cst.Integer):
         return {"pyint"}
     if isinstance(expr, cst.Float):
@@ -352,7 +367,7 @@ def _name_kind(rw, name: str, seen: frozenset) -> str | None:
         value = _straight_line_value(rw, name)
         if value is not _UNKNOWN and value is not _NOT_FOUND:
             found = kind(rw, value, seen | {name})
-            return found if found in ("int", "bool", "float") else None
+            return found if found in _NAME_KINDS else None
     scopes = [f.node for f in rw.frames if isinstance(f.node, cst.FunctionDef)][::-1] + [rw.module]
     for scope in scopes:
         values = _scope_values(scope, name)
@@ -360,7 +375,7 @@ def _name_kind(rw, name: str, seen: frozenset) -> str | None:
             continue
         kinds = {kind(rw, v, seen | {name}) if v is not None else None for v in values}
         found = kinds.pop() if len(kinds) == 1 else None
-        return found if found in ("int", "bool", "float") else None
+        return found if found in _NAME_KINDS else None
     return None
 
 
