@@ -156,3 +156,44 @@ def channel_dropout(site):
     args = list(call.args)
     args[0] = args[0].with_changes(value=view)
     return site.expr("{c}.reshape({x}.shape)", c=call.with_changes(args=args), x=x)
+
+
+# ---- torch.nn.utils ------------------------------------------------------------------------
+
+def parameters_to_vector(site):
+    """nn.utils.parameters_to_vector(params): the parameters flattened and concatenated."""
+    params = site.arg("parameters")
+    if params is None:
+        raise Unconvertible("parameters is missing")
+    return site.expr("{cat}([_p.reshape(-1) for _p in {ps}])", cat="@mindspore.ops.cat", ps=params)
+
+
+def pad_sequence(site):
+    """nn.utils.rnn.pad_sequence(seqs, batch_first, padding_value, padding_side): every sequence
+    (L_i, *) padded at its end (or start: padding_side='left') along axis 0 to the longest (ops.pad
+    pads the last axes first: (0, 0) pairs for the trailing axes), then stacked along axis 1 (T, B, *) or 0 with batch_first (B, T, *).
+    A sequences argument other than a name is evaluated once, through a lambda."""
+    from msmigrate.rules.transforms.tensor_methods import _simple
+    seqs = site.arg("sequences")
+    if seqs is None:
+        raise Unconvertible("sequences is missing")
+    first, value = site.arg("batch_first"), site.arg("padding_value")
+    try:
+        axis = cst.Integer("0" if literal_value(first) else "1") if first is not None else cst.Integer("1")
+    except ValueError:
+        axis = site.expr("(0 if {b} else 1)", b=first)
+    side = site.arg("padding_side")
+    try:
+        left = side is not None and literal_value(side) == "left"
+    except ValueError:
+        raise Unconvertible("padding_side known only at run time: write the padding out", "review") from None
+    extra = "(max(_t.shape[0] for _t in {seqs}) - _s.shape[0], 0)" if left else \
+        "(0, max(_t.shape[0] for _t in {seqs}) - _s.shape[0])"
+    pad = ("{stack}([{pad}(_s, (0, 0) * (_s.ndim - 1) + " + extra
+           + (", value={value}" if value is not None else "") + ") for _s in {seqs}], {axis})")
+    nodes = dict(stack="@mindspore.ops.stack", pad="@mindspore.ops.pad", axis=axis)
+    if value is not None:
+        nodes["value"] = value
+    if _simple(seqs):
+        return site.expr(pad, seqs=seqs, **nodes)
+    return site.expr("(lambda _seqs: " + pad.replace("{seqs}", "_seqs") + ")(list({seqs}))", seqs=seqs, **nodes)
