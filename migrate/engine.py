@@ -619,6 +619,7 @@ class Rewriter(cst.CSTTransformer):
         self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
         self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
+        self.called_refs: set[int] = set()   # ids of references passed to map/filter (called)
         self.cell_classes: list[bool] = []  # per enclosing class: is it a torch.nn.Module subclass
 
     def project_class(self, name: str) -> cst.ClassDef | None:
@@ -939,6 +940,11 @@ class Rewriter(cst.CSTTransformer):
             self.skip.discard(id(func.value))
         if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass"):
             self.type_checks += 1
+        if isinstance(func, cst.Name) and func.value in ("map", "filter") and node.args and \
+                node.args[0].keyword is None and not node.args[0].star and \
+                self.scopes.resolve_name(func.value) is None:
+            # `map(torch.LongTensor, rows)`: the reference is called, one argument at a time
+            self.called_refs.add(id(node.args[0].value))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if _is_type_test(node):
@@ -1011,6 +1017,14 @@ class Rewriter(cst.CSTTransformer):
         if rec.is_method:
             self.flag("MSC104", f"{q} used as a value: convert its uses by hand")
             return self.imports.source_ref(q)
+        if id(node) in self.called_refs and (rec.transform or rec.rename or rec.values or rec.pin):
+            # called by map/filter with one argument: `lambda data: <the call's conversion>`
+            # (its target alone may be another kind of thing: torch.LongTensor -> ms.int64)
+            param = "data" if self.scopes.resolve_name("data") is None else "data_"
+            call = cst.Call(func=node, args=[cst.Arg(cst.Name(param))])
+            out = self._apply(rec, q, call, None)
+            if isinstance(out, cst.BaseExpression) and not _is_removed(out) and out is not call:
+                return cst.Lambda(params=cst.Parameters(params=[cst.Param(cst.Name(param))]), body=out)
         try:
             if rec.target:   # a reference, not a call: transforms of calls do not apply
                 out = self.imports.ref(rec.target)

@@ -95,3 +95,22 @@ def test_device_branches_made_equal_become_the_branch(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("epoch")])
     assert len(outs[0]) == 3 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
+
+
+@pytest.mark.framework
+def test_tensor_class_passed_to_map_is_called_like_torch(tmp_path):
+    """`map(torch.LongTensor, zip(*batch))` (gk-bert) converted the reference to the dtype
+    ms.int64, which map then called: TypeError. Converted, the program prints torch's lines."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "tensor_class_as_function.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "map(lambda data:" in result.code
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    assert len(outs[0]) == 4 and outs[0] == outs[1], outs
