@@ -905,8 +905,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         return new, [self._stmt(f"{name} = {code}") for name, code in hoisted.values()]
 
     def _prepares_data(self, stmt) -> bool:
-        """A statement that only moves or slices data: no call but builtins, torch functions
-        and methods of the loop's own values (`x.to(device)`, `X[i:i + 16]`, `h.detach()`)."""
+        """A statement that only moves, slices or draws data: no call but builtins, torch
+        functions, NumPy / `random` draws and methods of the loop's own values (`x.to(device)`,
+        `X[i:i + 16]`, `h.detach()`, `z = Tensor(np.random.normal(0, 1, (n, d)))`)."""
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
         loop = self.loops[-1][0] if self.loops[-1] else None
@@ -919,8 +920,12 @@ class TrainingLoopPass(cst.CSTTransformer):
                 func = node.func
                 if isinstance(func, cst.Name) and func.value in _BUILTINS:
                     return
-                if self._q(func).startswith("torch.") and not self._q(func).startswith("torch.nn."):
+                q = self._q(func)
+                # torch's tensor functions, NumPy, `random`: data, never the network
+                if q.startswith(("torch.", "numpy.", "random.")) and not q.startswith("torch.nn."):
                     return
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+                    return   # a method of a call's result (`torch.zeros(n).fill_(1.0)`): that call decides
                 if isinstance(func, cst.Attribute):
                     root = func.value
                     while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
