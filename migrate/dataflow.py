@@ -114,7 +114,8 @@ class _Names(cst.CSTVisitor):
         call = node.value
         func = call.func if isinstance(call, cst.Call) else None
         leaf = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-        if func is not None and leaf not in _OUTPUT_CALLS:
+        in_place = isinstance(func, cst.Attribute) and leaf.endswith("_") and not leaf.endswith("__")
+        if func is not None and leaf not in _OUTPUT_CALLS and not in_place:   # x.fill_(v) changes x only
             for arg in call.args:
                 if isinstance(arg.value, (cst.Name, cst.Attribute)):
                     self._mutate(arg.value)

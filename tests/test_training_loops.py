@@ -326,3 +326,15 @@ def test_an_input_made_with_requires_grad_is_data_for_the_step(tmp_path):
     compiled = sorted(m.group(1) for m in COMPILE_LINE.finditer(proc.stderr))
     assert compiled == ["train_step", "train_step_1"], compiled
     assert len(re.findall(r"^loss ", proc.stdout, re.M)) == 4
+
+
+def test_the_value_an_in_place_method_writes_is_no_step_input():
+    """`label.fill_(real_label)` changes `label` only: `real_label` (a float) stayed a step input,
+    a Python number handed to the compiled step (DCGAN's labels)."""
+    src = ("import torch\nimport torch.nn as nn\nD = nn.Linear(2, 1)\nopt = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+           "crit = nn.BCEWithLogitsLoss()\nreal_label = 1.0\nlabel = torch.zeros(4, 1)\n"
+           "for i in range(2):\n    x = torch.randn(4, 2)\n    opt.zero_grad()\n    out = D(x)\n"
+           "    label.fill_(real_label)\n    loss = crit(out, label)\n    loss.backward()\n    opt.step()\n")
+    code = convert_source(src, "dcgan.py").code
+    params = re.findall(r"def forward_fn\w*\((.*)\)", code)
+    assert len(params) == 1 and "real_label" not in params[0], code
