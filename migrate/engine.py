@@ -1266,19 +1266,43 @@ class Rewriter(cst.CSTTransformer):
         return _keep_parens(updated, out)
 
     # ---- objects created from torch APIs ---------------------------------------------
-    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
-        value = original.value
+    def _constructed(self, value) -> ApiRecord | None:
+        """The record of the torch object `value` constructs, if it is a recorded call."""
         # `model = Net().to(device)`: the object is the constructor's (moves and casts return it)
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
                 value.func.attr.value in _RETURNS_SELF and id(value) not in self.call_records:
             value = value.func.value
         found = self.call_records.get(id(value)) if isinstance(value, cst.Call) else None
-        if found is None:
+        return None if found is None else found[0]
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        target = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(original.value, (cst.Tuple, cst.List)):
+            return self._bind_unpacked(original, updated, target.elements, original.value.elements)
+        rec = self._constructed(original.value)
+        if rec is None:
             return updated
-        rec, _ = found
         self.pos_stack.append(self._pos(original))
         try:
             self._bind_instances(original, updated, rec)
+        finally:
+            self.pos_stack.pop()
+        return updated
+
+    def _bind_unpacked(self, original: cst.Assign, updated: cst.Assign, names, values):
+        """`net_a, net_b = Net(), Net()`: each name is bound to its own constructor, as if assigned
+        alone (a model made so starts in training mode too)."""
+        if len(names) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*names, *values)):
+            return updated
+        self.pos_stack.append(self._pos(original))
+        try:
+            for target, value in zip(names, values):
+                rec, name = self._constructed(value.value), dotted(target.value)
+                if rec is None or name is None:
+                    continue
+                self.instances[name] = rec
+                if rec.on_instantiate:
+                    transform_function(rec.on_instantiate)(Site(self, rec, rec.torch, updated), name)
         finally:
             self.pos_stack.pop()
         return updated
