@@ -286,6 +286,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
+        self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
 
@@ -715,8 +716,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         self._pass_on_arguments([names["forward"], names["step"]], inputs)
         if python_object is not None:
             defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
-        if step.get("others"):
-            renames = self._renames([step["optimizer"], *step["others"]])
+        renames = list(renames) + self._renames([o for o in (step.get("optimizer"), *step.get("others", ())) if o],
+                                                slice_stmts + ([loss_stmt] if loss_stmt else []))
         if renames:   # the blank line before the definitions goes before the renames
             renames = [renames[0].with_changes(leading_lines=defs[0].leading_lines), *renames[1:]]
             defs[0] = defs[0].with_changes(leading_lines=[])
@@ -1328,11 +1329,12 @@ class TrainingLoopPass(cst.CSTTransformer):
                 return None
         return whole, own
 
-    def _renames(self, optimizers: list[str]) -> list:
-        """`G.update_parameters_name('G.')` for every network trained by these optimizers:
-        MindSpore names a parameter by its path in its network, so two networks (`0.weight` of
-        two Sequentials, `embedding.embedding_table` of an encoder and a decoder) compiled into
-        one step would bring two parameters of one name, which graph mode rejects."""
+    def _renames(self, optimizers: list[str], stmts: list = ()) -> list:
+        """`G.update_parameters_name('G.')` for every network trained by these optimizers or
+        called by these statements (a WGAN critic's step runs the generator too): MindSpore
+        names a parameter by its path in its network, so two networks (`0.weight` of two
+        Sequentials, `embedding.embedding_table` of an encoder and a decoder) compiled into one
+        step would bring two parameters of one name, which graph mode rejects. Once per network."""
         if self._holder_scan is None:
             self._holder_scan = _ParameterHolders()
             self.module.visit(self._holder_scan)
@@ -1341,10 +1343,16 @@ class TrainingLoopPass(cst.CSTTransformer):
             for h in sorted(self._holder_scan.by_name.get(opt, ())):
                 if h not in holders:
                     holders.append(h)
+        code = "\n".join(self._code(st) for st in stmts)
+        holders += [h for h in sorted(self._holder_scan.all - set(holders))
+                    if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
         if len(holders) < 2:
             return []
         out = []
         for h in holders:
+            if h in self._renamed:
+                continue
+            self._renamed.add(h)
             prefix = h[5:] if h.startswith("self.") else h
             out.append(self._stmt(f"{h}.update_parameters_name({prefix + '.'!r})"))
         return out

@@ -338,3 +338,23 @@ def test_the_value_an_in_place_method_writes_is_no_step_input():
     code = convert_source(src, "dcgan.py").code
     params = re.findall(r"def forward_fn\w*\((.*)\)", code)
     assert len(params) == 1 and "real_label" not in params[0], code
+
+
+@pytest.mark.framework
+def test_wgan_critic_steps_with_weight_clipping_train_like_torch(tmp_path):
+    """The critic's compiled step runs the generator too (parameter names of both `model`
+    Sequentials collide: both networks get a prefix), the generator trains every second
+    iteration, and the critic's weights are clipped between steps: `p.data.clamp_(...)` becomes
+    ops.assign (setitem or set_data on a Parameter a compiled step has used detaches it from
+    that step: the later updates went elsewhere, silently)."""
+    src = FIXTURES / "programs" / "wgan_critic_steps.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "ops.assign(p, p.clamp(" in result.code and "update_parameters_name" in result.code
+    (tmp_path / "ms").mkdir()
+    (tmp_path / "ms" / src.name).write_text(result.code)
+    env = {**os.environ, "GLOG_v": "3", "OMP_NUM_THREADS": "1"}
+    outs = [subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300, env=env)
+            for p in (src, tmp_path / "ms" / src.name)]
+    assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
+    want, got = (o.stdout.split() for o in outs)
+    assert len(want) == 3 * 8 and want == got, (want, got)

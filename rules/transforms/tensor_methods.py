@@ -631,6 +631,10 @@ def _target(receiver: cst.BaseExpression) -> cst.BaseExpression:
     return receiver
 
 
+def _writes_through_data(receiver) -> bool:
+    return isinstance(receiver, cst.Attribute) and receiver.attr.value == "data"
+
+
 def _inplace_chain(site) -> tuple[list[cst.Call], cst.BaseExpression | None]:
     """The in-place calls of the current expression statement, outermost first, and the tensor
     they all write to: `ema.mul_(d).add_(x)` -> ([add_ call, mul_ call], ema)."""
@@ -678,7 +682,7 @@ def inplace(site):
         value = _out_of_place(site, receiver, scalar_ok=False)
         if role == "inner":
             return value
-        return _assign_back(site, base, value)
+        return _assign_back(site, base, value, parameter=_writes_through_data(calls[-1].func.value))
     target = _target(receiver)
     statement = role == "outer"
     assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) or attribute_choice(target)
@@ -694,7 +698,8 @@ def inplace(site):
     site = _rebased(site, target)
     if statement and assignable:
         scalar = site.record.method_name in ("zero_", "fill_")
-        return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar)
+        return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar,
+                            parameter=_writes_through_data(receiver))
     if assignable:
         site.flag("review", f"{site.qualname}: the value is computed out of place; "
                             f"{site.code(target)} itself is not modified (write "
@@ -702,11 +707,12 @@ def inplace(site):
     return _out_of_place(site, target, scalar_ok=False)
 
 
-def _assign_back(site, target, value, scalar: bool = False):
+def _assign_back(site, target, value, scalar: bool = False, parameter: bool = False):
     """`x[...] = value` for a name or an element; `ops.assign(obj.attr, value)` for an attribute
-    (a Parameter or buffer: under @ms.jit only ops.assign persists into a Parameter, setitem
-    does not)."""
-    if isinstance(target, cst.Attribute) or attribute_choice(target):
+    or a name written through `.data` (`p.data.clamp_(...)`: a Parameter or buffer). Under
+    @ms.jit only ops.assign persists into a Parameter; outside, setitem / set_data on a Parameter
+    a compiled step has used detach it from that step (its later updates go elsewhere)."""
+    if isinstance(target, cst.Attribute) or attribute_choice(target) or (parameter and isinstance(target, cst.Name)):
         if scalar:
             value = site.expr("{f}({t}, {v})", f="@mindspore.ops.full_like", t=target, v=value)
         return site.expr("{f}({t}, {v})", f="@mindspore.ops.assign", t=target, v=value)
