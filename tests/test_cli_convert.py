@@ -115,12 +115,12 @@ def test_converted_code_is_linted(tree):
 
 
 def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
-    """Never mix frameworks: a program with torch uses left (a tensorboard writer, a distribution)
+    """Never mix frameworks: a program with torch uses left (a pruning function, a distribution)
     runs no line past its docstring; the stop names what is left, at the converted file's lines."""
     src = tmp_path / "train.py"
     src.write_text('"""A program."""\nfrom __future__ import annotations\nimport torch\n'
-                   "from torch.utils.tensorboard import SummaryWriter\n\n"
-                   "print('started')\nwriter = SummaryWriter()\n"
+                   "from torch.nn.utils.prune import l1_unstructured\n\n"
+                   "print('started')\nlayer = l1_unstructured(torch.nn.Linear(2, 2), 'weight', 0.5)\n"
                    "d = torch.distributions.Dirichlet(torch.ones(3))\n")
     out = tmp_path / "out"
     r = run(src, "-o", out, "--no-cache", "--strict", cwd=tmp_path)
@@ -129,8 +129,8 @@ def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
     code = (out / "train.py").read_text()
     lines = code.splitlines()
     assert lines[:2] == ['"""A program."""', "from __future__ import annotations"]
-    assert "import torch.utils.tensorboard" in lines      # the submodule the name came from
-    for api in ("torch.utils.tensorboard.SummaryWriter", "torch.distributions.Dirichlet"):
+    assert "import torch.nn.utils.prune" in lines         # the submodule the name came from
+    for api in ("torch.nn.utils.prune.l1_unstructured", "torch.distributions.Dirichlet"):
         entry = next(ln for ln in lines if ln.startswith("#   line") and f": {api}: " in ln)
         at = int(entry.split()[2].rstrip(":"))
         assert api in lines[at - 1]                         # the line it names, in the converted file

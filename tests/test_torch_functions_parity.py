@@ -351,6 +351,14 @@ CASES: dict[str, list] = {
                          ("U, S, Vh = torch.linalg.svd(sq)\nout = (S, U @ torch.diag(S) @ Vh)", {"tol": LINALG})],
     "torch.linalg.inv": [("torch.linalg.inv(spd)", {"tol": LINALG})],
     "torch.linalg.det": [("torch.linalg.det(spd)", {"tol": LINALG})],
+    "torch.linalg.diagonal": ["torch.linalg.diagonal(b3)", "torch.linalg.diagonal(sq, offset=1)"],
+    "torch.linalg.multi_dot": [("torch.linalg.multi_dot([a, m45.T[:4, :4], sq])", {"tol": LINALG})],
+    "torch.linalg.svdvals": [("torch.linalg.svdvals(a)", {"tol": LINALG})],
+    "torch.linalg.vander": ["torch.linalg.vander(v)", "torch.linalg.vander(v, N=3)"],
+    "torch.linalg.householder_product": [("torch.linalg.householder_product(qr_a, qr_tau)", {"tol": LINALG})],
+    "torch.cholesky_inverse": [("torch.cholesky_inverse(chol)", {"tol": LINALG})],
+    "torch.pinverse": [("torch.pinverse(a)", {"tol": LINALG})],
+    "torch.lgamma": ["torch.lgamma(pos)"],
     "torch.det": [("torch.det(sq)", {"tol": LINALG})],
     "torch.linalg.slogdet": [("torch.linalg.slogdet(sq)", {"tol": LINALG})],
     "torch.linalg.solve": [("torch.linalg.solve(spd, a.T)", {"tol": LINALG})],
@@ -448,6 +456,8 @@ var_mean view_as_real vstack where xlogy zeros zeros_like hsplit permute vsplit
 # Records that are not converted calls (removed statements) are covered by the fixtures.
 NOT_EXPRESSIONS = {"torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
                    "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+# CUDA tensor types convert as the CPU ones (their cases above): a CPU torch cannot build them
+NOT_EXPRESSIONS |= {f"torch.cuda.{t}Tensor" for t in ("Float", "Double", "Half", "Long", "Int", "Bool", "Byte")}
 
 # CSV `torch` rows that have a record marked manual/unsupported instead of a conversion, and why.
 MARKED = {
