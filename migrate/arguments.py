@@ -18,22 +18,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Mapping
 
-from msmigrate.names import is_source
+from msmigrate.names import ast_dotted, is_source
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _NESTED = (*_SCOPES, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _MAX_DEPTH = 8   # a chain of functions passing the object on, longer than this is not followed
 
-
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _params(func) -> tuple[list[str], list[str]]:
@@ -187,7 +177,7 @@ class _Analysis:
             while isinstance(expr.func, ast.Attribute) and expr.func.attr in self.returns_self \
                     and isinstance(expr.func.value, ast.Call):
                 expr = expr.func.value
-            name = _dotted(expr.func)
+            name = ast_dotted(expr.func)
             if name is None:
                 return None
             head, _, rest = name.partition(".")

@@ -6,6 +6,7 @@ lambda scopes that bind the same name (a parameter `torch`, a local `nn = ...`) 
 """
 from __future__ import annotations
 
+import ast as _ast
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -24,6 +25,29 @@ def dotted(expr: cst.BaseExpression) -> str | None:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+def ast_dotted(node: _ast.AST) -> str | None:
+    """`dotted` for the standard library's ast nodes."""
+    parts = []
+    while isinstance(node, _ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, _ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def resolve(expr: cst.BaseExpression, imports: dict[str, str]) -> str | None:
+    """The qualified name a dotted expression stands for through the file's import bindings
+    (`nn.Linear` with `nn` -> torch.nn: "torch.nn.Linear"); None when its head is not imported."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    q = imports.get(head)
+    return None if q is None else (f"{q}.{rest}" if rest else q)
 
 
 # Whitespace, comments, punctuation, operators and literals: nodes that hold no name, call or
@@ -321,7 +345,6 @@ def taken_names(module: cst.Module) -> set[str]:
 # ---------------------------------------------------------------------------------------
 # The same facts from the stdlib `ast`, an order of magnitude cheaper than a libcst visit.
 # ---------------------------------------------------------------------------------------
-import ast as _ast  # noqa: E402
 
 
 @dataclass

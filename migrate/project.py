@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from msmigrate.names import is_source
+from msmigrate.names import ast_dotted, is_source
 
 _MAX_ROUNDS = 20     # fixed-point rounds (a chain of re-exports/subclasses longer than this is cut)
 _MAX_DEPTH = 12      # recursion guard when following re-exports
@@ -65,7 +65,7 @@ def summarize(source: str, is_package: bool = False) -> ModuleSummary | None:
                 else:
                     out.imports[a.asname or a.name] = ("from", node.module or "", node.level, a.name)
         elif isinstance(node, ast.ClassDef):
-            out.classes[node.name] = [d for d in map(_dotted, node.bases) if d]
+            out.classes[node.name] = [d for d in map(ast_dotted, node.bases) if d]
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             out.class_lines[node.name] = (first, node.end_lineno or node.lineno)
             out.imports.pop(node.name, None)
@@ -86,16 +86,6 @@ def _top_level(body: list):
                 yield from _top_level(h.body)
 
 
-def _dotted(node) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
 
 def _returned_callees(func: ast.FunctionDef) -> list[str | None]:
     """For each `return` of the function (not of nested ones): the dotted name it calls
@@ -109,11 +99,11 @@ def _returned_callees(func: ast.FunctionDef) -> list[str | None]:
             continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value
-            assigned[node.targets[0].id] = _dotted(value.func) if isinstance(value, ast.Call) else None
+            assigned[node.targets[0].id] = ast_dotted(value.func) if isinstance(value, ast.Call) else None
         elif isinstance(node, ast.Return):
             value = node.value
             if isinstance(value, ast.Call):
-                out.append(_dotted(value.func))
+                out.append(ast_dotted(value.func))
             elif isinstance(value, ast.Name):
                 out.append(assigned.get(value.id))
             else:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import FocusedTransformer, dotted
+from msmigrate.names import FocusedTransformer, dotted, resolve
 
 FUNCTION = "torch.autograd.Function"
 
@@ -47,12 +47,7 @@ class AutogradFunctionPass(FocusedTransformer):
         self.converted: set[str] = set()
 
     def _resolve(self, expr) -> str | None:
-        name = dotted(expr)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        q = self.imports.get(head)
-        return None if q is None else (f"{q}.{rest}" if rest else q)
+        return resolve(expr, self.imports)
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef):
         if not any(self._resolve(b.value) == FUNCTION for b in updated.bases):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, dotted
+from msmigrate.names import Bindings, dotted, resolve
 
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -52,12 +52,7 @@ class DeviceTypePass(cst.CSTTransformer):
         return q if q in (DEVICE, CURRENT_ACCELERATOR) else None
 
     def _resolve(self, func) -> str | None:
-        name = dotted(func)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        q = self.imports.get(head)
-        return None if q is None else (f"{q}.{rest}" if rest else q)
+        return resolve(func, self.imports)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         q = self._target(original)

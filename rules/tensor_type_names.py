@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, FocusedTransformer, dotted
+from msmigrate.names import Bindings, FocusedTransformer, dotted, resolve
 
 TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
          "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
@@ -41,12 +41,7 @@ class TensorTypeNamesPass(FocusedTransformer):
         self._not_reads: set[int] = set()   # assignment targets, attribute names, keywords
 
     def _resolve(self, expr) -> str | None:
-        name = dotted(expr)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        q = self.imports.get(head)
-        return None if q is None else (f"{q}.{rest}" if rest else q)
+        return resolve(expr, self.imports)
 
     def _type_of(self, value) -> str | None:
         """'FloatTensor' for torch.FloatTensor / torch.cuda.FloatTensor / `a if c else b` of those."""

@@ -12,7 +12,7 @@ import re
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
-from msmigrate.names import dotted
+from msmigrate.names import dotted, resolve
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 
@@ -91,11 +91,7 @@ def _pickled_paths(site) -> set[str]:
 
         class Saves(cst.CSTVisitor):
             def visit_Call(self, node):
-                name = dotted(node.func)
-                if name is None:
-                    return
-                head, _, rest = name.partition(".")
-                if ".".join(filter(None, (imports.get(head, head), rest))) != "torch.save":
+                if resolve(node.func, imports) != "torch.save":
                     return
                 pos = [a.value for a in node.args if a.keyword is None and not a.star]
                 kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
