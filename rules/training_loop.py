@@ -217,6 +217,24 @@ class _ParameterHolders(cst.CSTVisitor):
                 and n.func.attr.value in PARAMETER_METHODS and dotted(n.func.value)}
 
 
+def prefixed_networks(holders) -> list[str]:
+    """The networks among `holders` (objects whose parameters one optimizer trains, or one
+    compiled step uses) that need a parameter-name prefix: MindSpore names a parameter by its path
+    in its own network, so two networks (an encoder's and a decoder's `embedding.embedding_table`,
+    `0.weight` of two Sequentials) bring two parameters of one name, which an optimizer (a Cell)
+    and graph mode reject. Holders under one root (`model.base`, `model.head`) already have
+    distinct paths in it: none. Each gets its own path as prefix (`self.` dropped), so a holder
+    inside another gets the names the outer one would give it."""
+    holders = list(dict.fromkeys(holders))
+    roots = {(h[5:] if h.startswith("self.") else h).split(".")[0] for h in holders}
+    return holders if len(roots) >= 2 else []
+
+
+def prefix_statement(holder: str) -> str:
+    prefix = holder[5:] if holder.startswith("self.") else holder
+    return f"{holder}.update_parameters_name({prefix + '.'!r})"
+
+
 _NOT_PLAIN = ("numpy", "mindspore", "math", "random")   # besides torch's family: no Python objects
 
 
@@ -1331,30 +1349,28 @@ class TrainingLoopPass(cst.CSTTransformer):
 
     def _renames(self, optimizers: list[str], stmts: list = ()) -> list:
         """`G.update_parameters_name('G.')` for every network trained by these optimizers or
-        called by these statements (a WGAN critic's step runs the generator too): MindSpore
-        names a parameter by its path in its network, so two networks (`0.weight` of two
-        Sequentials, `embedding.embedding_table` of an encoder and a decoder) compiled into one
-        step would bring two parameters of one name, which graph mode rejects. Once per network."""
+        called by these statements (a WGAN critic's step runs the generator too): see
+        prefixed_networks. Once per network; networks an optimizer's construction already
+        prefixes (optim.trainable_params: several networks in one optimizer) are left."""
         if self._holder_scan is None:
             self._holder_scan = _ParameterHolders()
             self.module.visit(self._holder_scan)
         holders = []
         for opt in optimizers:
-            for h in sorted(self._holder_scan.by_name.get(opt, ())):
+            own = self._holder_scan.by_name.get(opt, set())
+            self._renamed.update(prefixed_networks(own))   # renamed where the optimizer is made
+            for h in sorted(own):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
         holders += [h for h in sorted(self._holder_scan.all - set(holders))
                     if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
-        if len(holders) < 2:
-            return []
         out = []
-        for h in holders:
+        for h in prefixed_networks(holders):
             if h in self._renamed:
                 continue
             self._renamed.add(h)
-            prefix = h[5:] if h.startswith("self.") else h
-            out.append(self._stmt(f"{h}.update_parameters_name({prefix + '.'!r})"))
+            out.append(self._stmt(prefix_statement(h)))
         return out
 
     def _jit_def(self, name: str, args: str, lines: list[str]):

@@ -6,6 +6,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
+from msmigrate.rules.training_loop import _ParameterHolders, prefix_statement, prefixed_networks
 
 
 class _TrainableParams(cst.CSTTransformer):
@@ -36,7 +37,33 @@ def trainable_params(value: cst.BaseExpression, site):
     if "parameters_and_names()" in site.code(value):
         site.flag("review", f"{site.qualname}: parameter groups chosen by name: MindSpore names norm-layer "
                             f"parameters gamma/beta (torch: weight/bias) and Embedding's embedding_table")
+    _prefix_networks(value, site)
     return value.visit(_TrainableParams())
+
+
+def _prefix_networks(value: cst.BaseExpression, site) -> None:
+    """Parameters of several networks in one optimizer (`list(enc.parameters()) +
+    list(dec.parameters())`, `itertools.chain(...)`, one param group each, or a name bound to
+    such a value): each network gets its path as a parameter-name prefix before the optimizer is
+    made (prefixed_networks), else two `embedding.embedding_table` make it raise ValueError."""
+    scan = getattr(site.rw, "_parameter_holders", None)
+    if scan is None:
+        scan = site.rw._parameter_holders = _ParameterHolders()
+        site.rw.module.visit(scan)
+    holders = set(_ParameterHolders._roots(value))
+    for n in _walk(value):
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in scan.by_name:
+            holders |= scan.by_name[dotted(n)]
+    if site.record.torch.endswith(".add_param_group") and site.receiver is not None:
+        holders |= scan.by_name.get(dotted(site.receiver) or "", set())
+    for h in prefixed_networks(sorted(holders)):
+        site.before(prefix_statement(h))
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
 
 
 def _assignment_code(site, name: str) -> str | None:
