@@ -839,3 +839,25 @@ def linalg_vander(site):
         return site.expr("{flip}({v}({x}), (-1,))", flip="@mindspore.ops.flip", v="@mindspore.ops.vander", x=x)
     return site.expr("{pow}({expand}({x}, -1), {arange}({n}))", pow="@mindspore.ops.pow",
                      expand="@mindspore.ops.unsqueeze", x=x, arange="@mindspore.ops.arange", n=n)
+
+
+# ---- torch.f(x, ...) as the Tensor method x.f(...) --------------------------------------------
+
+@_calls("input")
+def as_method(site):
+    """torch functions that are a Tensor method applied to their first argument (torch.abs_(x) is
+    x.abs_(), torch.index_add(x, ...) is x.index_add(...)): converted through the method's record,
+    so an in-place form writes back as `x.abs_()` does (`x[...] = ...` as a statement; marked
+    where the call's value is used)."""
+    name = site.record.torch.rsplit(".", 1)[1]
+    rec = site.rw.table.lookup(f"torch.Tensor.{name}")
+    if rec is None or rec.status != "auto" or rec.transform == "tensor_methods.keep":
+        raise Unconvertible(f"torch.Tensor.{name} has no verified conversion", "review")
+    _no_out(site)
+    first = site.bound["input"]
+    rest = [a for a in site.node.args if a is not first and not (a.keyword and a.keyword.value == "out")]
+    if rest:
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    receiver = _paren(first.value, attribute=True)
+    call = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=rest)
+    return site.rw._apply(rec, rec.torch, call, receiver)
