@@ -1250,6 +1250,9 @@ class Rewriter(cst.CSTTransformer):
                 out = site.call(rec.target)
             else:
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
+            if rec.inplace and receiver is None and not _is_removed(out):
+                from msmigrate.rules import INPLACE
+                out = transform_function(INPLACE)(site, out)
         except Unconvertible as exc:
             self.flag(exc.status if rec.status == AUTO else rec.status, f"{q}: {exc}")
             if receiver is None:

@@ -27,6 +27,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # a visibly integer/bool argument gets a cast
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
                                             # where the argument's dtype is not visible
+    inplace = "inplace"                     # the torch argument asking for the result to be written
+                                            # into the first argument (F.relu(x, inplace=True)), or
+                                            # "always" (F.relu_): a whole statement writes it back
     status = "auto"                         # auto | review | manual | unsupported
     note = "why it is not auto / what to check"
 
@@ -60,7 +63,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
            "attributes", "fixed", "children", "csv", "read", "promote",
-           "dtype_review", "calls_object"}
+           "dtype_review", "calls_object", "inplace"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class ApiRecord:
                               # integer or bool at conversion time gets a cast (rules/transforms/dtypes.py)
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
+    inplace: str = ""         # torch argument naming an in-place write of the first argument, or
+                              # "always": the rules' INPLACE hook writes the result back
     calls_object: bool = False   # a method whose call is a call of its object (`m.forward(x)`
                               # is `m(x)`): the object's instance_call applies to it too
     source: str = ""          # the toml file it came from
@@ -270,6 +275,8 @@ def validate(table: ApiTable) -> list[str]:
         if rec.status == "auto" and not (rec.target or rec.transform or rec.subclass or rec.is_method):
             problems.append(f"{rec.torch}: status auto needs a target or a transform")
         known = {a.lstrip("*") for a in rec.args}
+        if rec.inplace and rec.inplace != "always" and rec.inplace not in known:
+            problems.append(f"{rec.torch}: inplace {rec.inplace!r} is not in args")
         for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review, *rec.promote,
                     *rec.dtype_review]:
             if rec.args and key not in known:

@@ -15,3 +15,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
 # The transform a record's `promote` field runs before its conversion (casts of arguments whose
 # integer/bool dtype is visible in the source): rules/transforms/dtypes.py.
 PROMOTE = "dtypes.promote"
+
+# The transform a record's `inplace` field runs on its converted call (the value): writes it back
+# into the first argument where torch would (rules/transforms/functional.py).
+INPLACE = "functional.write_back"

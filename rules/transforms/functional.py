@@ -188,3 +188,56 @@ def first_output(site):
 def int32_value(value, site):
     """An index tensor the MindSpore kernel accepts only as int32 (torch passes int64)."""
     return site.expr("{v}.astype({i32})", v=atom(value), i32="@mindspore.int32")
+
+
+def _whole_statement(site) -> bool:
+    """The call is an expression statement of its own (`F.relu(x, inplace=True)`)."""
+    stmt = site.statement
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+        return False
+    return site.rw._pos(stmt.body[0].value) == site.rw.pos_stack[-1]
+
+
+def write_back(site, value):
+    """The INPLACE hook (record field `inplace`): torch writes the result into the first argument
+    (`F.relu(x, inplace=True)`, `F.relu_(x)`); MindSpore's functions return a new tensor. A whole
+    statement becomes `x[...] = value` (ops.assign for an attribute: a Parameter or buffer); where
+    the value is used, it is used, and a name other than x receiving it is marked (x itself keeps
+    its old values)."""
+    from msmigrate.names import dotted
+    from msmigrate.rules.transforms.tensor_methods import _assign_back, _target, _writes_through_data
+    flag = site.record.inplace
+    if flag != "always":
+        if not site.has(flag):
+            return value
+        try:
+            on = literal_value(site.arg(flag))
+        except ValueError:
+            on = None
+        if on is False:
+            return value
+    first = site.arg(site.record.args[0])
+    if first is None:
+        return value
+    target = _target(first)
+    if flag != "always" and on is not True:
+        # inplace=self.inplace, known at run time only: a whole statement writes x when it is
+        # true (and does nothing otherwise, as torch's discarded result does)
+        if _whole_statement(site) and isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+            if isinstance(target, cst.Attribute) or _writes_through_data(first):
+                write = site.stmt("{f}({t}, {v})\n", f=site.ref("mindspore.ops.assign"), t=target, v=value)
+            else:
+                lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
+                write = site.stmt("{l} = {v}\n", l=lhs, v=value)
+            site.before(cst.If(test=site.arg(flag), body=cst.IndentedBlock([write])))
+            return site.REMOVED
+        return value
+    if _whole_statement(site) and isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+        return _assign_back(site, target, value, parameter=_writes_through_data(first))
+    if _whole_statement(site):
+        raise Unconvertible("an in-place call on an expression: nothing to write back to", "review")
+    if site.assigned_name is None or site.assigned_name != dotted(target):
+        site.flag("review", f"{site.qualname}: computed out of place; {site.code(target)} itself is "
+                            f"not modified (torch writes it in place)")
+    return value
