@@ -1,9 +1,9 @@
 """torch.save / torch.load / load_state_dict -> ms.save_checkpoint / ms.load_checkpoint /
-ms.load_param_into_net.
+Parameters written in place with ops.assign.
 
 MindSpore appends '.ckpt' to a file name without it when saving and only loads '*.ckpt' names, so
-literal '.pt'/'.pth' paths are renamed on both sides (other literal names get '.ckpt' appended). load_param_into_net never raises on missing
-or unexpected names (torch's strict load does): the check is emitted inline.
+literal '.pt'/'.pth' paths are renamed on both sides (other literal names get '.ckpt' appended).
+torch's strict load raises on missing or unexpected names: the check is emitted inline.
 """
 from __future__ import annotations
 
@@ -188,11 +188,24 @@ def _statement_call(site) -> bool:
             and stmt.body[0].value.func.attr.value == "load_state_dict")
 
 
+def _fresh(site, base: str) -> str:
+    taken = site.rw.ctx.names.taken | set(site.rw.ctx.names.imports)
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    return name
+
+
 def load_state_dict(site):
-    """model.load_state_dict(sd) -> ms.load_param_into_net(model, sd), then raise like torch's
-    strict load when names are missing or unexpected (MindSpore only returns them).
+    """model.load_state_dict(sd) -> each of the model's Parameters written in place with
+    ops.assign from the table, and torch's strict check (missing / unexpected names raise).
+    Not ms.load_param_into_net: it gives each Parameter new data (set_data), and in MindSpore 2.10
+    a Parameter given new data after a compiled step (or an optimizer update) has used it is no
+    longer the one that step reads and updates: a checkpoint loaded to resume training, or the
+    best weights loaded between epochs, were silently lost (tests/test_checkpoint_parity.py).
     `ckpt['model']` of a flat checkpoint (see save) loads from the whole table: only missing
-    names are checked there, the table also holds the other entries."""
+    names are checked there, the table also holds the other entries. A call whose value is used
+    (`missing, unexpected = m.load_state_dict(sd, strict=False)`) gives the two lists."""
     sd = site.arg("state_dict")
     if sd is None:
         raise Unconvertible("load_state_dict without a state dict", "manual")
@@ -205,21 +218,37 @@ def load_state_dict(site):
     whole_table = False
     if isinstance(sd, cst.Subscript) and dotted(sd.value) is not None:
         sd, whole_table = sd.value, True
-    call = site.expr("{load}({m}, {sd})", load=site.ref("mindspore.load_param_into_net"), m=site.receiver, sd=sd)
-    if not strict or not _statement_call(site):
-        if strict:
-            site.flag("review", f"{site.qualname}: load_param_into_net returns (params not loaded, checkpoint "
-                                f"entries not used) and never raises: check both lists")
-        return call
-    target = site.code(site.receiver)
-    if whole_table:
-        site.before(site.stmt("param_not_load, _ = {call}\n", call=call))
+    model = site.receiver
+    if dotted(model) is None:
+        raise Unconvertible("load_state_dict on an expression: bind the model to a name", "manual")
+    statement = _statement_call(site)
+    if dotted(sd) is None:   # evaluated once
+        table = _fresh(site, "state_dict")
+        site.before(site.stmt(f"{table} = {{sd}}\n", sd=sd))
+        sd = cst.parse_expression(table)
+    target, table = site.code(model), site.code(sd)
+    param = _fresh(site, "param")
+    missing = (f"[{param}.name for {param} in {target}.get_parameters() if {param}.name not in {table}]")
+    unexpected = (f"[name for name in {table} if name not in "
+                  f"{{{param}.name for {param} in {target}.get_parameters()}}]")
+    if statement and strict and whole_table:
+        site.before(site.stmt(f"param_not_load = {missing}\n"))
         site.before(site.stmt(
-            f"if param_not_load:  # torch's strict load raises; load_param_into_net only reports\n"
+            f"if param_not_load:  # torch's strict load raises\n"
             f"    raise RuntimeError(f\"{target}: missing in the checkpoint: {{param_not_load}}\")\n"))
-    else:
-        site.before(site.stmt("param_not_load, ckpt_not_load = {call}\n", call=call))
-        site.before(site.stmt(
-            f"if param_not_load or ckpt_not_load:  # torch's strict load raises; load_param_into_net only reports\n"
-            f"    raise RuntimeError(f\"{target}: missing {{param_not_load}}, unexpected {{ckpt_not_load}}\")\n"))
-    return site.REMOVED
+    elif strict or not statement:
+        site.before(site.stmt(f"param_not_load = {missing}\n"))
+        site.before(site.stmt(f"ckpt_not_load = {unexpected}\n"))
+        if strict:
+            site.before(site.stmt(
+                f"if param_not_load or ckpt_not_load:  # torch's strict load raises\n"
+                f"    raise RuntimeError(f\"{target}: missing {{param_not_load}}, unexpected {{ckpt_not_load}}\")\n"))
+    head = f"for {param} in {target}.get_parameters():  # in place: set_data would detach it from a compiled step\n"
+    body = f"{{assign}}({param}, {table}[{param}.name])\n"
+    if not strict:
+        body = f"if {param}.name in {table}:\n        " + body
+    loop = site.stmt(head + "    " + body, assign=site.ref("mindspore.ops.assign"))
+    site.before(loop)
+    if statement:
+        return site.REMOVED
+    return site.expr("(param_not_load, ckpt_not_load)")
