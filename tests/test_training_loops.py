@@ -358,3 +358,19 @@ def test_wgan_critic_steps_with_weight_clipping_train_like_torch(tmp_path):
     assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
     want, got = (o.stdout.split() for o in outs)
     assert len(want) == 3 * 8 and want == got, (want, got)
+
+
+@pytest.mark.framework
+def test_labels_wrapped_in_tensors_again_train_like_torch_uncompiled(tmp_path):
+    """`torch.LongTensor([label])` of a tensor's element inside the loss: MindSpore's graph cannot
+    know that Tensor's shape (MSG117), so the step stays in PyNative and prints torch's losses."""
+    name = "loss_over_label_tensors.py"
+    result = convert_source((PROGRAMS / name).read_text(), name)
+    assert [d.code for d in result.diagnostics if d.code == "MSC109"] == ["MSC109"]
+    assert "MSG117" in result.code and "@ms.jit" not in result.code
+    out = tmp_path / name
+    out.write_text(result.code)
+    want = _printed_losses(PROGRAMS / name)
+    got = _printed_losses(out, cwd=tmp_path)
+    assert len(want) == 3 and len(got) == 3, (want, got)
+    assert got == pytest.approx(want, abs=2e-5), (want, got)
