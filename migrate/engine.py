@@ -234,8 +234,9 @@ class Site:
     """One reference to a torch API being converted (a call, a bare reference, a class base)."""
 
     def __init__(self, rw: "Rewriter", record: ApiRecord, qualname: str, node: cst.CSTNode,
-                 receiver: cst.BaseExpression | None = None) -> None:
+                 receiver: cst.BaseExpression | None = None, instance: ApiRecord | None = None) -> None:
         self.rw = rw
+        self.instance = instance    # the record that made the receiver, where it is known
         self.record = record
         self.qualname = qualname
         self.node = node            # updated node: cst.Call for calls, the reference otherwise
@@ -1053,13 +1054,18 @@ class Rewriter(cst.CSTTransformer):
         if id(original) in self.skip or id(original) in self.stores:
             return updated
         candidates = [r for r in self.table.by_method.get(original.attr.value, ()) if r.read]
-        if not candidates or not self._tensor_receiver(original.value):
+        inst = self._receiver_instance(original.value) if candidates else None
+        bound = [c for c in candidates if c.class_bound and inst is not None
+                 and self._same_class(c.torch.rpartition(".")[0], inst)]
+        # an attribute of an object known to be of a class with such records (`dist.mean`)
+        candidates = bound or [c for c in candidates if not c.class_bound]
+        if not candidates or not (bound or self._tensor_receiver(original.value)):
             return updated
         # `x.real` reads a Tensor attribute: converted as the call `x.real()` would be
         self.pos_stack.append(self._pos(original))
         try:
             call = cst.Call(func=updated)
-            out = self._apply(candidates[0], candidates[0].torch, call, updated.value)
+            out = self._apply(candidates[0], candidates[0].torch, call, updated.value, inst if bound else None)
         finally:
             self.pos_stack.pop()
         return updated if out is call else out
@@ -1203,7 +1209,15 @@ class Rewriter(cst.CSTTransformer):
                 except Exception as exc:  # a bug in a transform must not cost the rest of the file
                     self.flag("MSC107", f"{root}.{method}(...) ({inst.torch}): {_describe(exc)}")
         q = rec.torch
-        return self._apply(rec, q, updated, updated.func.value)
+        return self._apply(rec, q, updated, updated.func.value,
+                           self._receiver_instance(receiver) if rec.class_bound else None)
+
+    def _receiver_instance(self, receiver) -> ApiRecord | None:
+        """The record of the torch object `receiver` holds, where it is known."""
+        inst = self.instances.get(dotted(receiver) or "")
+        if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
+            inst = self.call_records.get(id(receiver), (None,))[0]
+        return inst
 
     def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord | None:
         if isinstance(receiver, cst.Name) and receiver.value == "self":
@@ -1211,9 +1225,7 @@ class Rewriter(cst.CSTTransformer):
             candidates = [c for c in candidates if not c.torch.startswith("torch.Tensor.")]
             if not candidates:
                 return None
-        inst = self.instances.get(dotted(receiver) or "")
-        if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
-            inst = self.call_records.get(id(receiver), (None,))[0]
+        inst = self._receiver_instance(receiver)
         if inst is not None:   # a method of the receiver's own class (or of a class converted alike)
             own = [c for c in candidates if self._same_class(c.torch.rpartition(".")[0], inst)]
             if own:
@@ -1228,12 +1240,14 @@ class Rewriter(cst.CSTTransformer):
         return next((c for c in candidates if c.torch.startswith(prefix)), candidates[0])
 
     def _same_class(self, cls: str, inst: ApiRecord) -> bool:
+        if inst.base and inst.base == cls:
+            return True
         rec = self.table.lookup(cls)
         return rec is not None and (rec is inst or (rec.transform == inst.transform and rec.target == inst.target
                                                     and bool(rec.transform or rec.target)))
 
-    def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver):
-        site = Site(self, rec, q, updated, receiver)
+    def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver, instance: ApiRecord | None = None):
+        site = Site(self, rec, q, updated, receiver, instance)
         try:
             if (rec.promote or rec.dtype_review) and receiver is None and self.original_call is not None:
                 from msmigrate.rules import PROMOTE

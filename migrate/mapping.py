@@ -19,6 +19,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # (parameter names come from rules/weights.toml)
     fixed = ["momentum", "eps"]             # attributes MindSpore reads only when it builds the
                                             # object: setting them later is marked
+    base = "torch.distributions.Distribution"   # the torch base class of the objects it creates:
+                                            # that class's class-bound records (methods, attribute
+                                            # reads) apply to them
     children = { norm1 = "torch.nn.LayerNorm" }   # the layers a composite layer holds (so
                                             # `enc.norm1.weight` renames like a LayerNorm's)
     read = true                             # a Tensor attribute (`x.real`): reads convert as
@@ -53,7 +56,7 @@ RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
 # methods of these classes apply only where the receiver is known to be one of their objects
 # (`scaler = GradScaler(...)`; `scaler.state_dict()`): their names are too common to guess
-CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.",)
+CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.", "torch.distributions.Distribution.")
 METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
                    "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
                    "torch.utils.data.distributed.DistributedSampler.",
@@ -63,7 +66,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
            "attributes", "fixed", "children", "csv", "read", "promote",
-           "dtype_review", "calls_object", "inplace"}
+           "dtype_review", "calls_object", "inplace", "base"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class ApiRecord:
                               # "always": the rules' INPLACE hook writes the result back
     calls_object: bool = False   # a method whose call is a call of its object (`m.forward(x)`
                               # is `m(x)`): the object's instance_call applies to it too
+    base: str = ""            # torch base class of its objects whose class-bound records apply
     source: str = ""          # the toml file it came from
 
     @property

@@ -1,13 +1,71 @@
-"""Distributions built from logits: MindSpore's take probabilities only."""
+"""torch.distributions -> mindspore.nn.probability.distribution (rules/api/distributions.toml).
+
+MindSpore's objects answer log_prob / entropy / cdf / sample under torch's names; what differs:
+- construction: MindSpore's Categorical/Bernoulli/Geometric take probabilities only (logits are
+  normalised here as torch does); draws come in torch's dtype where MindSpore's default differs;
+- torch's properties are MindSpore methods (`d.mean` -> `d.mean()`, `d.stddev` -> `d.sd()`,
+  `d.variance` -> `d.var()`), torch's parameters (`d.loc`, `d.probs`) are `d.get_dist_args()`;
+- `rsample` is `sample` where MindSpore's draw is a differentiable function of the parameters;
+- `kl_divergence(p, q)` is `p.kl_loss(<q's family>, *<q's parameters>)`.
+The families and what MindSpore 2.10 lacks for each are in FAMILIES; the per-API suite
+(tests/api_suite/cases/distributions.toml) runs each form under both frameworks.
+"""
 from __future__ import annotations
 
 import libcst as cst
 
+from msmigrate.engine import Unconvertible
+
 # logits -> probabilities, as torch normalises them (softmax over the last axis; sigmoid)
-FROM_LOGITS = {"Categorical": "{f}({x}, -1)", "Bernoulli": "{f}({x})"}
-LOGIT_OPS = {"Categorical": "@mindspore.ops.softmax", "Bernoulli": "@mindspore.ops.sigmoid"}
-# draws in torch's dtype where MindSpore's default differs (Bernoulli: float, not int32)
-SAMPLE_DTYPE = {"Bernoulli": "@mindspore.float32"}
+FROM_LOGITS = {"Categorical": "{f}({x}, -1)", "Bernoulli": "{f}({x})", "Geometric": "{f}({x})"}
+LOGIT_OPS = {"Categorical": "@mindspore.ops.softmax", "Bernoulli": "@mindspore.ops.sigmoid",
+             "Geometric": "@mindspore.ops.sigmoid"}
+# draws in torch's dtype where MindSpore's default differs (Bernoulli, Geometric: float, not int32)
+SAMPLE_DTYPE = {"Bernoulli": "@mindspore.float32", "Geometric": "@mindspore.float32"}
+
+
+class Family:
+    def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None, cpu_sample=True):
+        self.params = params          # torch parameter names, in the order of get_dist_args()
+        self.rsample = rsample        # MindSpore's sample is differentiable in the parameters
+        self.lacks = dict(lacks)      # torch property -> why MindSpore's differs
+        self.no_kl = no_kl
+        self.sample_cast = sample_cast   # torch's dtype of draws, where MindSpore's differs
+        self.cpu_sample = cpu_sample
+
+
+NAN_MODE = "torch gives nan (the mode is not unique): MindSpore raises NotImplementedError"
+CLAMPED_MODE = ("torch gives 0 where the concentration is below 1 (the density's maximum at the "
+                "boundary): MindSpore gives nan there")
+FAMILIES = {
+    "Normal": Family(("loc", "scale"), rsample=True),
+    "Uniform": Family(("low", "high"), rsample=True, lacks={"mode": NAN_MODE}),
+    "Exponential": Family(("rate",), rsample=True),
+    "Gamma": Family(("concentration", "rate"), lacks={"mode": CLAMPED_MODE}, cpu_sample=False),
+    "Beta": Family(("concentration1", "concentration0"), lacks={"mode": CLAMPED_MODE}, cpu_sample=False),
+    "Poisson": Family(("rate",), no_kl=True, cpu_sample=False),
+    "Geometric": Family(("probs",)),
+    "LogNormal": Family(("loc", "scale")),
+    "Gumbel": Family(("loc", "scale"), rsample=True),
+    "Cauchy": Family(("loc", "scale"), rsample=True,
+                     lacks={p: "torch gives nan (undefined for Cauchy): MindSpore raises ValueError"
+                            for p in ("mean", "stddev", "variance")}),
+    "Categorical": Family(("probs",), sample_cast="@mindspore.int64",
+                          lacks={p: "torch gives nan (a category has no order): MindSpore computes one"
+                                 for p in ("mean", "stddev", "variance")}),
+    "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
+                                                      "Bernoulli.mode raises on CPU"}),
+}
+PROPERTIES = {"mean": "{x}.mean()", "stddev": "{x}.sd()", "variance": "{x}.var()", "mode": "{x}.mode()"}
+
+
+def _family(site) -> tuple[str, Family]:
+    inst = site.instance
+    kind = inst.target.rsplit(".", 1)[1] if inst is not None and inst.target else ""
+    if kind not in FAMILIES:
+        raise Unconvertible(f"{site.qualname}: the distribution's family is not known here: convert "
+                            f"this use by hand", "review")
+    return kind, FAMILIES[kind]
 
 
 def probs_or_logits(site):
@@ -15,10 +73,131 @@ def probs_or_logits(site):
     probs = site.arg("probs")
     if probs is None and site.arg("logits") is not None:
         probs = site.expr(FROM_LOGITS[kind], f=LOGIT_OPS[kind], x=site.arg("logits"))
+    elif probs is not None and kind == "Categorical" and not _is_softmax(site):
+        # torch divides the weights by their sum; MindSpore raises unless they sum to one
+        probs = site.expr("{p} / {p}.sum(-1, keepdims=True)", p=probs)
     if probs is None:
         return site.call(site.record.target, [])
     args = [cst.Arg(probs)]
     if kind in SAMPLE_DTYPE:
-        args.append(cst.Arg(site.expr("{d}", d=SAMPLE_DTYPE[kind]), keyword=cst.Name("dtype"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        args.append(_keyword("dtype", site.expr("{d}", d=SAMPLE_DTYPE[kind])))
     return site.call(site.record.target, args)
+
+
+def _is_softmax(site) -> bool:
+    """The probabilities are a softmax (already normalised): the torch argument was one."""
+    from msmigrate.engine import _bind
+
+    original = site.rw.original_call
+    arg = _bind(site.record, original.args)[0].get("probs") if original is not None else None
+    if arg is None or not isinstance(arg.value, cst.Call):
+        return False
+    func = site.rw.scopes.resolve(arg.value.func) or ""
+    return func in ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax") or (
+        isinstance(arg.value.func, cst.Attribute) and arg.value.func.attr.value == "softmax")
+
+
+def _keyword(name, value):
+    return cst.Arg(value, keyword=cst.Name(name),
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
+def prop(site):
+    """`d.mean` / `d.stddev` / `d.variance` / `d.mode`: MindSpore's methods."""
+    name = site.record.method_name
+    kind, family = _family(site)
+    if name in family.lacks:
+        raise Unconvertible(f"{kind}.{name}: {family.lacks[name]}", "review")
+    out = site.expr(PROPERTIES[name], x=site.receiver)
+    if name == "mode" and family.sample_cast:   # a category, in torch's dtype
+        out = site.expr("{d}.astype({t})", d=out, t=family.sample_cast)
+    return out
+
+
+def parameter(site):
+    """`d.loc`, `d.probs`...: the parameter from get_dist_args(), broadcast as torch's are."""
+    name = site.record.method_name
+    kind, family = _family(site)
+    if name == "logits" and "probs" in family.params:
+        at = family.params.index("probs")
+        # torch's logits: normalised log-probabilities (Categorical), log-odds (the others)
+        f = "@mindspore.ops.log" if kind == "Categorical" else "@mindspore.ops.logit"
+        return site.expr("{f}({x}.get_dist_args()[%d])" % at, x=site.receiver, f=f)
+    if name not in family.params:
+        raise Unconvertible(f"{kind} has no parameter {name!r} in MindSpore", "review")
+    at = family.params.index(name)
+    if len(family.params) == 1:
+        return site.expr("{x}.get_dist_args()[%d]" % at, x=site.receiver)
+    # torch broadcasts the parameters together (Normal(a, 1.0).scale has a's shape)
+    return site.expr("{b}(*{x}.get_dist_args())[%d]" % at, x=site.receiver, b="@mindspore.numpy.broadcast_arrays")
+
+
+def sample(site):
+    """`d.sample(shape)`: MindSpore's `shape=`; draws in torch's dtype."""
+    kind, family = _family(site)
+    rsample = site.record.method_name == "rsample"
+    if rsample and not family.rsample:
+        raise Unconvertible(f"{kind}.rsample: MindSpore's {kind} draws are not a differentiable function of "
+                            f"the parameters (no gradient flows back through them)", "review")
+    shape = site.arg("sample_shape")
+    out = site.expr("{x}.sample()", x=site.receiver) if shape is None else \
+        site.expr("{x}.sample({s})", x=site.receiver, s=shape)
+    if family.sample_cast:
+        out = site.expr("{d}.astype({t})", d=out, t=family.sample_cast)
+    if not family.cpu_sample:
+        site.flag("review", f"{kind}.{site.record.method_name}: MindSpore 2.10 has no CPU kernel for "
+                            f"{kind} draws (GPU/Ascend only)")
+    return out
+
+
+def kl_divergence(site):
+    """kl_divergence(p, q) -> p.kl_loss(q.get_dist_type(), *q.get_dist_args()): MindSpore computes
+    the KL between two objects of one family only."""
+    p, q = site.arg("p"), site.arg("q")
+    if p is None or q is None:
+        raise Unconvertible("kl_divergence without both distributions", "review")
+    from msmigrate.engine import _bind
+
+    original = _bind(site.record, site.rw.original_call.args)[0] if site.rw.original_call is not None else {}
+    kinds = []
+    for name in ("p", "q"):
+        inst = site.rw._receiver_instance(original[name].value) if name in original else None
+        kinds.append(inst.target.rsplit(".", 1)[1] if inst is not None and inst.target else None)
+    if kinds[0] and kinds[1] and kinds[0] != kinds[1]:
+        raise Unconvertible(f"KL between {kinds[0]} and {kinds[1]}: MindSpore's kl_loss is defined "
+                            f"between two distributions of one family only", "review")
+    if kinds[0] in FAMILIES and FAMILIES[kinds[0]].no_kl:
+        raise Unconvertible(f"MindSpore 2.10 has no kl_loss for {kinds[0]}", "review")
+    if not (kinds[0] and kinds[1]):
+        site.flag("review", "kl_divergence(p, q) -> p.kl_loss(...): MindSpore computes it only between two "
+                            "distributions of one family (torch also between some families)")
+    return site.expr("{p}.kl_loss({q}.get_dist_type(), *{q}.get_dist_args())", p=p, q=q)
+
+
+def continuous(site):
+    """A distribution of real values: MindSpore's class, built in torch's dtype (float64 parameters
+    give float64 results) unless every parameter is a number (torch: the default float32)."""
+    import inspect
+    import textwrap
+
+    from msmigrate.rules.generated import distributions as generated
+
+    call = site.call(site.record.target)
+    if site.record.target.rsplit(".", 1)[1] in NO_SCALARS:   # MindSpore: "Input rate can't be scalar"
+        call = call.with_changes(args=[a.with_changes(value=site.expr("{t}({v}, {f})", t="@mindspore.Tensor", v=a.value,
+                                                                       f="@mindspore.float32"))
+                                       if _number(a.value) else a for a in call.args])
+    if all(_number(a.value) for a in call.args):
+        return call
+    helper = generated.msmigrate_distribution
+    name = site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
+    return call.with_changes(func=name, args=[cst.Arg(call.func), *call.args])
+
+
+NO_SCALARS = ("Gamma", "Beta", "Poisson")   # MindSpore's classes that take Tensor parameters only
+
+
+def _number(node) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
