@@ -166,10 +166,11 @@ class ApiTable:
                                         if qualname.startswith("torch.Tensor.") else ""))
 
     def methods(self, name: str) -> list[ApiRecord]:
-        found = self.by_method.get(name)
-        if found:
+        found = self.by_method.get(name, [])
+        if any(not r.class_bound for r in found):
             return found
-        return [self.passthrough[name]] if name in self.passthrough else []
+        # only records bound to another class's objects (`dist.mean`): a tensor's method too
+        return found + ([self.passthrough[name]] if name in self.passthrough else [])
 
 
 PASSTHROUGH_NOTE = ("passed through by name: the per-API suite has not verified that MindSpore's "
@@ -190,7 +191,7 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
     verified = set(data.get("verified", ()))
     out: dict[str, ApiRecord] = {}
     for name in data.get("torch_methods", ()):
-        if name in by_method:
+        if any(not r.class_bound for r in by_method.get(name, ())):
             continue
         base = name[:-1] if name.endswith("_") else name
         func = by_name.get(f"torch.{base}")

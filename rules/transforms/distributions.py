@@ -201,3 +201,22 @@ def _number(node) -> bool:
     if isinstance(node, cst.UnaryOperation):
         node = node.expression
     return isinstance(node, (cst.Integer, cst.Float))
+
+
+def perplexity(site):
+    _family(site)
+    return site.expr("{exp}({x}.entropy())", exp="@mindspore.ops.exp", x=site.receiver)
+
+
+def batch_shape(site):
+    """The parameters' broadcast shape (without a Categorical's last axis, its categories)."""
+    kind, family = _family(site)
+    shape = site.expr("{b}(*{x}.get_dist_args())[0].shape", x=site.receiver, b="@mindspore.numpy.broadcast_arrays") \
+        if len(family.params) > 1 else site.expr("{x}.get_dist_args()[0].shape", x=site.receiver)
+    return site.expr("{s}[:-1]", s=shape) if kind == "Categorical" else shape
+
+
+def event_shape(site):
+    """Every family converted here draws scalars: torch.Size([])."""
+    _family(site)
+    return site.expr("()")

@@ -331,7 +331,7 @@ def passthrough_verified(cases: list[Case]) -> list[str]:
     by_name = dataclasses.replace(table, passthrough={})
     methods = [Case(c.id, c.api, c.code, c.family, c.generated, c.unstable) for c in cases
                if c.api.startswith("torch.Tensor.") and not c.api.startswith("torch.Tensor.__")
-               and not table.by_method.get(c.api.rsplit(".", 1)[1])]
+               and not any(not r.class_bound for r in table.by_method.get(c.api.rsplit(".", 1)[1], ()))]
     by_api: dict[str, list[Case]] = defaultdict(list)
     for case in cases:
         if not case.api.startswith("torch.Tensor."):
