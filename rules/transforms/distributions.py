@@ -25,7 +25,10 @@ SAMPLE_DTYPE = {"Bernoulli": "@mindspore.float32", "Geometric": "@mindspore.floa
 
 
 class Family:
-    def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None, cpu_sample=True):
+    def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None, cpu_sample=True,
+                 generated=False):
+        self.generated = generated    # a class of rules/generated/distributions.py: torch's
+                                      # parameter attributes, MindSpore's method names
         self.params = params          # torch parameter names, in the order of get_dist_args()
         self.rsample = rsample        # MindSpore's sample is differentiable in the parameters
         self.lacks = dict(lacks)      # torch property -> why MindSpore's differs
@@ -53,6 +56,9 @@ FAMILIES = {
     "Categorical": Family(("probs",), sample_cast="@mindspore.int64",
                           lacks={p: "torch gives nan (a category has no order): MindSpore computes one"
                                  for p in ("mean", "stddev", "variance")}),
+    "Independent": Family((), rsample=True, generated=True),
+    "MultivariateNormal": Family(("loc", "covariance_matrix", "precision_matrix", "scale_tril"),
+                                 rsample=True, generated=True),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
 }
@@ -60,12 +66,30 @@ PROPERTIES = {"mean": "{x}.mean()", "stddev": "{x}.sd()", "variance": "{x}.var()
 
 
 def _family(site) -> tuple[str, Family]:
-    inst = site.instance
-    kind = inst.target.rsplit(".", 1)[1] if inst is not None and inst.target else ""
+    kind = _kind(site.instance)
     if kind not in FAMILIES:
         raise Unconvertible(f"{site.qualname}: the distribution's family is not known here: convert "
                             f"this use by hand", "review")
     return kind, FAMILIES[kind]
+
+
+def _kind(inst) -> str | None:
+    """`Normal` for an object made by torch.distributions.Normal (or normal.Normal)."""
+    return inst.torch.rsplit(".", 1)[1] if inst is not None and inst.torch.startswith("torch.distributions.") \
+        else None
+
+
+def generated_class(site):
+    """A torch distribution MindSpore lacks: the class of rules/generated/distributions.py of its
+    name, copied into the file, called with torch's arguments."""
+    import inspect
+    import textwrap
+
+    from msmigrate.rules.generated import distributions as generated
+
+    cls = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
+    name = site.rw.imports.define(cls.__name__, textwrap.dedent(inspect.getsource(cls)))
+    return site.node.with_changes(func=name)
 
 
 def probs_or_logits(site):
@@ -118,6 +142,8 @@ def parameter(site):
     """`d.loc`, `d.probs`...: the parameter from get_dist_args(), broadcast as torch's are."""
     name = site.record.method_name
     kind, family = _family(site)
+    if family.generated and name in family.params:   # the generated class's own attribute
+        return site.node
     if name == "logits" and "probs" in family.params:
         at = family.params.index("probs")
         # torch's logits: normalised log-probabilities (Categorical), log-odds (the others)
@@ -140,8 +166,9 @@ def sample(site):
         raise Unconvertible(f"{kind}.rsample: MindSpore's {kind} draws are not a differentiable function of "
                             f"the parameters (no gradient flows back through them)", "review")
     shape = site.arg("sample_shape")
-    out = site.expr("{x}.sample()", x=site.receiver) if shape is None else \
-        site.expr("{x}.sample({s})", x=site.receiver, s=shape)
+    method = "rsample" if rsample and family.generated else "sample"
+    out = site.expr("{x}.%s()" % method, x=site.receiver) if shape is None else \
+        site.expr("{x}.%s({s})" % method, x=site.receiver, s=shape)
     if family.sample_cast:
         out = site.expr("{d}.astype({t})", d=out, t=family.sample_cast)
     if not family.cpu_sample:
@@ -159,10 +186,8 @@ def kl_divergence(site):
     from msmigrate.engine import _bind
 
     original = _bind(site.record, site.rw.original_call.args)[0] if site.rw.original_call is not None else {}
-    kinds = []
-    for name in ("p", "q"):
-        inst = site.rw._receiver_instance(original[name].value) if name in original else None
-        kinds.append(inst.target.rsplit(".", 1)[1] if inst is not None and inst.target else None)
+    kinds = [_kind(site.rw._receiver_instance(original[name].value)) if name in original else None
+             for name in ("p", "q")]
     if kinds[0] and kinds[1] and kinds[0] != kinds[1]:
         raise Unconvertible(f"KL between {kinds[0]} and {kinds[1]}: MindSpore's kl_loss is defined "
                             f"between two distributions of one family only", "review")
@@ -211,12 +236,20 @@ def perplexity(site):
 def batch_shape(site):
     """The parameters' broadcast shape (without a Categorical's last axis, its categories)."""
     kind, family = _family(site)
+    if kind == "MultivariateNormal":
+        return site.expr("{x}.loc.shape[:-1]", x=site.receiver)
+    if not family.params:
+        raise Unconvertible(f"{kind}.batch_shape: convert this use by hand", "review")
     shape = site.expr("{b}(*{x}.get_dist_args())[0].shape", x=site.receiver, b="@mindspore.numpy.broadcast_arrays") \
         if len(family.params) > 1 else site.expr("{x}.get_dist_args()[0].shape", x=site.receiver)
     return site.expr("{s}[:-1]", s=shape) if kind == "Categorical" else shape
 
 
 def event_shape(site):
-    """Every family converted here draws scalars: torch.Size([])."""
-    _family(site)
+    """Every family converted here draws scalars (torch.Size([])) but these."""
+    kind, family = _family(site)
+    if kind == "MultivariateNormal":
+        return site.expr("{x}.loc.shape[-1:]", x=site.receiver)
+    if family.generated:
+        raise Unconvertible(f"{kind}.event_shape: convert this use by hand", "review")
     return site.expr("()")
