@@ -374,3 +374,17 @@ def test_labels_wrapped_in_tensors_again_train_like_torch_uncompiled(tmp_path):
     got = _printed_losses(out, cwd=tmp_path)
     assert len(want) == 3 and len(got) == 3, (want, got)
     assert got == pytest.approx(want, abs=2e-5), (want, got)
+
+
+@pytest.mark.framework
+def test_typo_on_a_branch_never_taken_trains_like_torch_uncompiled(tmp_path):
+    """`Variabel(x)` under a test that is never true: torch never reads the name; a compiled step
+    would fail to compile (MindSpore resolves every name of it), so it stays in PyNative (MSG118)."""
+    name = "typo_on_branch_never_taken.py"
+    result = convert_source((PROGRAMS / name).read_text(), name)
+    assert [d.code for d in result.diagnostics] == ["MSC109"] and "MSG118" in result.code
+    out = tmp_path / name
+    out.write_text(result.code)
+    want = _printed_losses(PROGRAMS / name)
+    got = _printed_losses(out, cwd=tmp_path)
+    assert len(want) == 3 and got == pytest.approx(want, abs=2e-5), (want, got)
