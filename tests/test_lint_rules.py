@@ -302,3 +302,48 @@ def test_msg503_scope(body, flagged):
     code = MSG503_LOOP.format(body=body)
     found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG503"]
     assert bool(found) == flagged, code
+
+
+MSG209_PROGRAM = '''
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.experimental import optim
+
+net = nn.Dense(3, 1)
+opt = optim.SGD(net.trainable_params(), lr=0.1)
+grad_fn = ms.value_and_grad(lambda x: net(x).sum(), None, opt.parameters)
+
+
+@ms.jit
+def train_step(x):
+    loss, grads = grad_fn(x)
+    opt(grads)
+    return loss
+
+
+def train_epoch(x):
+    for _ in range(2):
+        train_step(x)
+
+
+{body}
+'''
+
+
+@pytest.mark.parametrize("body, flagged", [
+    # between two steps: lost
+    ("train_step(x)\nms.load_param_into_net(net, ckpt)\ntrain_step(x)", True),
+    ("for e in range(3):\n    train_step(x)\n    if e == 1:\n        ms.load_param_into_net(net, best)", True),
+    ("for e in range(3):\n    if e == 1:\n        net.weight.set_data(w)\n    train_step(x)", True),
+    ("for e in range(3):\n    train_epoch(x)\n    ms.load_param_into_net(net, best)", True),   # a function of the file
+    ("for e in range(3):\n    loss, grads = grad_fn(x)\n    opt(grads)\n    net.bias.set_data(b)", True),
+    # before the first step or after the last: nothing is lost
+    ("net.weight.set_data(w)\nms.load_param_into_net(net, ckpt)\ntrain_step(x)", False),
+    ("for e in range(3):\n    train_step(x)\nms.load_param_into_net(net, best)", False),
+    ("train_step(x)\nfor p in net.get_parameters():\n    ops.assign(p, ckpt[p.name])\ntrain_step(x)", False),
+    ("train_step(x)\nms.load_param_into_net(net, ckpt)  # noqa: MSG209\ntrain_step(x)", False),
+])
+def test_msg209_scope(body, flagged):
+    code = MSG209_PROGRAM.format(body=body)
+    found = [d for d in lint_source(code, "m.py", ALL) if d.code == "MSG209"]
+    assert bool(found) == flagged, code

@@ -58,16 +58,17 @@ def scaler_state_dict(site):
 
 def scaler_load_state_dict(site):
     """scaler.load_state_dict(sd) -> the scale and growth tracker written into the scaler's
-    Parameters, factor and window set (the keys torch's state_dict has)."""
+    Parameters in place (ops.assign: set_data would detach them from a compiled step that has
+    run), factor and window set (the keys torch's state_dict has)."""
     sd = site.arg("state_dict")
     if sd is None:
         raise Unconvertible("load_state_dict without its state dict")
-    return site.expr("({s}.scale_value.set_data({T}({d}['scale'], {f32})), "
-                     "{s}.counter.set_data({T}({d}['_growth_tracker'], {i32})), "
+    return site.expr("({A}({s}.scale_value, {T}({d}['scale'], {f32})), "
+                     "{A}({s}.counter, {T}({d}['_growth_tracker'], {i32})), "
                      "setattr({s}, 'scale_factor', {d}['growth_factor']), "
                      "setattr({s}, 'scale_window', {d}['growth_interval']))",
                      s=_scaler(site), d=sd, T="@mindspore.Tensor", f32="@mindspore.float32",
-                     i32="@mindspore.int32")
+                     i32="@mindspore.int32", A="@mindspore.ops.assign")
 
 
 def scaler_get_scale(site):
