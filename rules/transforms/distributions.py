@@ -26,7 +26,8 @@ SAMPLE_DTYPE = {"Bernoulli": "@mindspore.float32", "Geometric": "@mindspore.floa
 
 class Family:
     def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None, cpu_sample=True,
-                 generated=False):
+                 generated=False, event=False):
+        self.event = event            # draws are vectors over the first parameter's last axis
         self.generated = generated    # a class of rules/generated/distributions.py: torch's
                                       # parameter attributes, MindSpore's method names
         self.params = params          # torch parameter names, in the order of get_dist_args()
@@ -58,7 +59,12 @@ FAMILIES = {
                                  for p in ("mean", "stddev", "variance")}),
     "Independent": Family((), rsample=True, generated=True),
     "MultivariateNormal": Family(("loc", "covariance_matrix", "precision_matrix", "scale_tril"),
-                                 rsample=True, generated=True),
+                                 rsample=True, generated=True, event=True),
+    "Laplace": Family(("loc", "scale"), rsample=True, generated=True),
+    "HalfNormal": Family(("scale",), rsample=True, generated=True, no_kl=True),
+    "OneHotCategorical": Family(("probs", "logits"), generated=True, event=True),
+    "Dirichlet": Family(("concentration",), generated=True, event=True, cpu_sample=False,
+                        lacks={"mode": "torch's Dirichlet.mode (concentrations below 1): convert by hand"}),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
 }
@@ -88,7 +94,11 @@ def generated_class(site):
     from msmigrate.rules.generated import distributions as generated
 
     cls = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
-    name = site.rw.imports.define(cls.__name__, textwrap.dedent(inspect.getsource(cls)))
+    source = textwrap.dedent(inspect.getsource(cls))
+    if "msmigrate_float_params(" in source:
+        helper = generated.msmigrate_float_params
+        site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
+    name = site.rw.imports.define(cls.__name__, source)
     return site.node.with_changes(func=name)
 
 
@@ -236,8 +246,10 @@ def perplexity(site):
 def batch_shape(site):
     """The parameters' broadcast shape (without a Categorical's last axis, its categories)."""
     kind, family = _family(site)
-    if kind == "MultivariateNormal":
-        return site.expr("{x}.loc.shape[:-1]", x=site.receiver)
+    if family.event:
+        return site.expr("{x}.%s.shape[:-1]" % family.params[0], x=site.receiver)
+    if family.generated and family.params:
+        return site.expr("{x}.%s.shape" % family.params[0], x=site.receiver)
     if not family.params:
         raise Unconvertible(f"{kind}.batch_shape: convert this use by hand", "review")
     shape = site.expr("{b}(*{x}.get_dist_args())[0].shape", x=site.receiver, b="@mindspore.numpy.broadcast_arrays") \
@@ -248,8 +260,8 @@ def batch_shape(site):
 def event_shape(site):
     """Every family converted here draws scalars (torch.Size([])) but these."""
     kind, family = _family(site)
-    if kind == "MultivariateNormal":
-        return site.expr("{x}.loc.shape[-1:]", x=site.receiver)
-    if family.generated:
+    if family.event:
+        return site.expr("{x}.%s.shape[-1:]" % family.params[0], x=site.receiver)
+    if family.generated and not family.params:
         raise Unconvertible(f"{kind}.event_shape: convert this use by hand", "review")
     return site.expr("()")
