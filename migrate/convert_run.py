@@ -55,6 +55,8 @@ class Options:
     progress: bool | None = None   # None: when stderr is a terminal
     cache: bool = True             # reuse results from .msmigrate_cache/convert (content-hash keyed)
     strict: bool = False           # exit 1 when an output still needs torch
+    # set by run(): one input file and `-o NAME.py` (its own suffix, not a directory) -> that file
+    output_is_file: bool = False
 
 
 @dataclass
@@ -291,9 +293,17 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
     if opts.copy_other and (opts.output is None or opts.check):
         raise UsageError("--copy-other copies into the --output directory: use it with -o DIR "
                          "(not with --write, --check or the default diff)")
-    if opts.output is not None:
+    if opts.output is not None and len(paths) == 1 and paths[0].is_file() \
+            and opts.output.suffix == paths[0].suffix and not opts.output.is_dir():
+        if opts.output.resolve() == paths[0].resolve():
+            raise UsageError(f"--output {opts.output} is the input file: use --write to convert in place")
+        if opts.copy_other:
+            raise UsageError("--copy-other copies into an --output directory, not a file")
+        opts = dataclasses.replace(opts, output_is_file=True)
+    elif opts.output is not None:
         if opts.output.exists() and not opts.output.is_dir():
-            raise UsageError(f"--output {opts.output} is a file: give a directory")
+            raise UsageError(f"--output {opts.output} is a file: give a directory (a file is accepted "
+                             f"as the output of one input file with the same suffix)")
         out_real = opts.output.resolve()
         for p in paths:
             if p.is_dir() and p.resolve() == out_real:
@@ -304,7 +314,7 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
     missing = [p for p in paths if not p.exists() and not p.is_symlink()]
     for p in missing:
         errors.append(_error(p, "no such file or directory (check the path)"))
-    exclude = (opts.output,) if opts.output is not None else ()
+    exclude = (opts.output,) if opts.output is not None and not opts.output_is_file else ()
     walked = walk_tree([p for p in paths if p not in missing], SOURCE_SUFFIXES, exclude,
                        others=opts.copy_other)
     sources, seen = [], set()
@@ -320,7 +330,7 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
              "fingerprint": convert_cache.fingerprint()} if opts.cache else {}
     for f, root in sources:
         kind = "ipynb" if f.suffix == ".ipynb" else "py"
-        shown = str(opts.output / f.relative_to(root)) if opts.output is not None else str(f)
+        shown = str(_destination(opts, f, root)) if opts.output is not None else str(f)
         jobs.append(Job(f, root, kind, shown, lint=opts.lint, max_bytes=max_bytes, **cache))
     n_workers = opts.jobs if opts.jobs > 0 else (os.cpu_count() or 1)
     with _Pool(n_workers, len(jobs)) as pool:
@@ -409,7 +419,7 @@ def _handle(job: Job, res: dict, opts: Options, summary: "Summary", report: dict
         if changed:
             _write(path, code, res["encoding"], errors, err, progress)
     elif opts.output is not None:
-        dest = opts.output / path.relative_to(job.root)
+        dest = _destination(opts, path, job.root)
         if os.path.realpath(dest) in input_set:
             e = _error(path, f"the output {dest} would overwrite an input file (choose an --output "
                              f"outside the input tree, or use --write)")
@@ -424,6 +434,10 @@ def _handle(job: Job, res: dict, opts: Options, summary: "Summary", report: dict
         label = path.as_posix().lstrip("/")
         out.writelines(difflib.unified_diff(res["text"].splitlines(keepends=True), code.splitlines(keepends=True),
                                             f"a/{label}", f"b/{label}"))
+
+
+def _destination(opts: Options, path: Path, root: Path) -> Path:
+    return opts.output if opts.output_is_file else opts.output / path.relative_to(root)
 
 
 def _write(dest: Path, code: str, encoding: str, errors: list, err, progress) -> None:

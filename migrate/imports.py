@@ -169,10 +169,24 @@ class ImportPlan:
                 and isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)):
             at += 1
         two_blank = [cst.EmptyLine(), cst.EmptyLine()]
+        # only those the code still calls (a later rewrite may have replaced a call), and those they call
+        text, wanted = module.code, set()
+        while True:
+            more = {name for name in self.definitions if name not in wanted
+                    and re.search(rf"\b{name}\(", text)}
+            if not more:
+                break
+            wanted |= more
+            text = "\n".join(self.definitions[name] for name in more)
+        if not wanted:
+            return module
         defs = [cst.parse_statement(code, config=module.config_for_parsing).with_changes(leading_lines=two_blank)
-                for code in self.definitions.values()]
+                for name, code in self.definitions.items() if name in wanted]
         if at < len(body):
-            body[at] = body[at].with_changes(leading_lines=[*two_blank, *body[at].leading_lines])
+            leading = list(body[at].leading_lines)
+            while leading and leading[0].comment is None:   # its own blank lines: two in all
+                leading.pop(0)
+            body[at] = body[at].with_changes(leading_lines=[*two_blank, *leading])
         body[at:at] = defs
         return module.with_changes(body=body)
 

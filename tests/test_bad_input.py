@@ -228,6 +228,19 @@ def test_output_is_an_existing_file(src, tmp_path):
     assert target.read_text() == "keep"
 
 
+def test_one_file_to_a_named_file(src, tmp_path):
+    """`-o out.py` with one input file writes that file (not a directory named out.py); naming
+    the input itself is refused (--write converts in place)."""
+    target = tmp_path / "converted.py"
+    result = convert(src / "good.py", "-o", target)
+    assert result.exit_code == 0, result.stderr
+    assert target.is_file() and "nn.Dense" in target.read_text()
+    before = snapshot(src)
+    result = convert(src / "good.py", "-o", src / "good.py")
+    assert result.exit_code == 2 and "is the input file" in result.stderr and "--write" in result.stderr
+    assert snapshot(src) == before
+
+
 def test_missing_path(src, tmp_path):
     before = snapshot(src)
     missing = tmp_path / "nope.py"

@@ -388,3 +388,21 @@ def test_typo_on_a_branch_never_taken_trains_like_torch_uncompiled(tmp_path):
     want = _printed_losses(PROGRAMS / name)
     got = _printed_losses(out, cwd=tmp_path)
     assert len(want) == 3 and got == pytest.approx(want, abs=2e-5), (want, got)
+
+
+@pytest.mark.framework
+def test_parameters_are_torchs_not_the_cells_with_batchnorm_statistics(tmp_path):
+    """model.parameters() / named_parameters() with a BatchNorm: MindSpore's get_parameters()
+    also yields the moving mean and variance (torch's buffers). Weights drawn in parameter order,
+    the parameter count and an L2 penalty over parameters() in the loss are torch's."""
+    name = "train_bn_parameters.py"
+    converted = convert_to(tmp_path, name)
+    assert "model.get_parameters()" not in converted.read_text()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    runs = [subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                           cwd=tmp_path) for path in (PROGRAMS / name, converted)]
+    assert all(r.returncode == 0 for r in runs), runs[1].stderr[-3000:]
+    want, got = (re.findall(r"^(\w+) ([-\d.]+)$", r.stdout, re.M) for r in runs)
+    assert [k for k, _ in want] == [k for k, _ in got] == ["params", "tensors"] + ["loss"] * 8
+    assert all(abs(float(a) - float(b)) <= 1e-4 * abs(float(a)) + 1e-6 for (_, a), (_, b) in zip(want, got)), \
+        (want, got)

@@ -1,9 +1,20 @@
 """Value transforms shared by many records, and whole-call transforms that drop a call."""
 from __future__ import annotations
 
+import inspect
+import textwrap
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, literal_value
+
+
+def generated(site, *functions) -> cst.Name:
+    """Copy `functions` (of rules/generated/, in order: helpers first) into the converted file;
+    a reference to the last one."""
+    for function in functions:
+        site.rw.imports.define(function.__name__, textwrap.dedent(inspect.getsource(function)))
+    return site.rw.imports.define(functions[-1].__name__, "")
 
 
 def one_minus(value: cst.BaseExpression, site):

@@ -5,6 +5,8 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible
 from msmigrate.names import dotted
+from msmigrate.rules.generated import cells
+from msmigrate.rules.transforms.common import generated
 
 
 def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
@@ -193,6 +195,26 @@ def register_buffer(site):
     site.before(cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(site.expr("{r}." + name, r=site.receiver))], value=rhs)]))
     return site.REMOVED
+
+
+def parameters(site):
+    """`m.parameters()` -> torch's set: get_parameters() would add BatchNorm's moving statistics."""
+    func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters)
+    args = [cst.Arg(site.receiver)]
+    if site.has("recurse"):
+        args.append(cst.Arg(site.arg("recurse"), keyword=cst.Name("expand")))
+    return cst.Call(func, args)
+
+
+def named_parameters(site):
+    """`m.named_parameters()` -> torch's set: parameters_and_names() would add BatchNorm's moving
+    statistics."""
+    func = generated(site, cells.msmigrate_named_parameters)
+    args = [cst.Arg(site.receiver)]
+    for torch_name, ms_name in (("prefix", "name_prefix"), ("recurse", "expand")):
+        if site.has(torch_name):
+            args.append(cst.Arg(site.arg(torch_name), keyword=cst.Name(ms_name)))
+    return cst.Call(func, args)
 
 
 def modules(site):

@@ -10,11 +10,18 @@ from msmigrate.rules.training_loop import _ParameterHolders, prefix_statement, p
 
 
 class _TrainableParams(cst.CSTTransformer):
-    """`m.get_parameters()` (module.toml's rewrite of `m.parameters()`) -> `m.trainable_params()`:
-    eoptim must only see trainable parameters (BN statistics are Parameters too)."""
+    """`m.parameters()` (rewritten by models.parameters) -> `m.trainable_params()`: eoptim must
+    only see trainable parameters (BN statistics are Parameters too)."""
 
     def leave_Call(self, original, updated):
         func = updated.func
+        if isinstance(func, cst.Name) and len(updated.args) == 1 and func.value in (
+                "msmigrate_parameters", "msmigrate_named_parameters"):   # models.parameters' rewrites
+            cell = updated.args[0].value
+            if func.value == "msmigrate_parameters":
+                return cst.Call(cst.Attribute(cell, cst.Name("trainable_params")), [])
+            updated = cst.Call(cst.Attribute(cell, cst.Name("parameters_and_names")), [])
+            func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "get_parameters" and not updated.args:
             return updated.with_changes(func=func.with_changes(attr=cst.Name("trainable_params")))
         if isinstance(func, cst.Attribute) and func.attr.value == "parameters_and_names" and not updated.args:
@@ -34,7 +41,7 @@ def trainable_params(value: cst.BaseExpression, site):
             site.flag("review", f"{site.qualname}: {name} is built from (named_)parameters(), which in "
                                 f"MindSpore also yield BatchNorm statistics and frozen parameters: keep only "
                                 f"p.requires_grad ones (trainable_params())")
-    if "parameters_and_names()" in site.code(value):
+    if "parameters_and_names()" in site.code(value) or "msmigrate_named_parameters(" in site.code(value):
         site.flag("review", f"{site.qualname}: parameter groups chosen by name: MindSpore names norm-layer "
                             f"parameters gamma/beta (torch: weight/bias) and Embedding's embedding_table")
     _prefix_networks(value, site)

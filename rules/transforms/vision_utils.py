@@ -3,22 +3,13 @@ into the converted file (MindSpore has no counterpart); the call keeps its argum
 are torchvision's."""
 from __future__ import annotations
 
-import inspect
-import textwrap
-
 from msmigrate.rules.generated import vision
-
-
-def _define(site, function) -> None:
-    site.rw.imports.define(function.__name__, textwrap.dedent(inspect.getsource(function)))
+from msmigrate.rules.transforms.common import generated
 
 
 def make_grid(site):
-    _define(site, vision.msmigrate_make_grid)
-    return site.node.with_changes(func=site.rw.imports.define(vision.msmigrate_make_grid.__name__, ""))
+    return site.node.with_changes(func=generated(site, vision.msmigrate_make_grid))
 
 
 def save_image(site):
-    _define(site, vision.msmigrate_make_grid)
-    _define(site, vision.msmigrate_save_image)
-    return site.node.with_changes(func=site.rw.imports.define(vision.msmigrate_save_image.__name__, ""))
+    return site.node.with_changes(func=generated(site, vision.msmigrate_make_grid, vision.msmigrate_save_image))
