@@ -186,6 +186,7 @@ class _Prescan(cst.CSTVisitor):
 
 
 PARAMETER_METHODS = {"parameters", "named_parameters", "trainable_params", "get_parameters"}
+GENERATED_PARAMETER_FUNCTIONS = {"msmigrate_parameters", "msmigrate_named_parameters"}
 
 
 class _ParameterHolders(cst.CSTVisitor):
@@ -212,9 +213,15 @@ class _ParameterHolders(cst.CSTVisitor):
 
     @staticmethod
     def _roots(expr) -> set[str]:
-        return {dotted(n.func.value) for n in _walk(expr)
-                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                and n.func.attr.value in PARAMETER_METHODS and dotted(n.func.value)}
+        out = set()
+        for n in _walk(expr):
+            if not isinstance(n, cst.Call):
+                continue
+            if isinstance(n.func, cst.Attribute) and n.func.attr.value in PARAMETER_METHODS:
+                out.add(dotted(n.func.value))
+            elif isinstance(n.func, cst.Name) and n.func.value in GENERATED_PARAMETER_FUNCTIONS and n.args:
+                out.add(dotted(n.args[0].value))   # models.parameters' conversion of m.parameters()
+        return out - {None}
 
 
 def prefixed_networks(holders) -> list[str]:

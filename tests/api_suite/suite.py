@@ -222,7 +222,7 @@ def api_statuses(cases: list[Case]) -> dict[str, dict]:
     out = {}
     for api, items in sorted(by_api.items()):
         rec = table.lookup(api)
-        target = (rec.target or ("(method kept)" if rec.is_method else rec.transform)) if rec else \
+        target = (rec.target or rec.transform or "(method kept)") if rec else \
             ("(same-named MindSpore method)" if api.startswith("torch.Tensor.") else "")
         bad = [c for c in items if c.outcome in FAILURES]
         same = [c for c in items if c.outcome == "same"]
