@@ -50,6 +50,11 @@ def resolve(expr: cst.BaseExpression, imports: dict[str, str]) -> str | None:
     return None if q is None else (f"{q}.{rest}" if rest else q)
 
 
+def bound_name(imports: dict[str, str], qualname: str) -> str | None:
+    """The name the file binds `qualname` to (`import torch as T`: "T"), or None."""
+    return next((b for b, q in imports.items() if q == qualname), None)
+
+
 # Whitespace, comments, punctuation, operators and literals: nodes that hold no name, call or
 # statement (visitors that look for those skip them and their whitespace children)
 TRIVIA_TYPES = frozenset({

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import dotted
+from msmigrate.names import bound_name, dotted
 
 ACCELERATOR = "accelerate.Accelerator"
 # Accelerator(...) arguments that do not change what a single-process program computes
@@ -41,7 +41,7 @@ class AcceleratePass(cst.CSTTransformer):
         super().__init__()
         self.ctx = ctx
         imports = ctx.names.imports
-        self.torch = next((b for b, q in imports.items() if q == "torch"), None)
+        self.torch = bound_name(imports, "torch")
         self.classes = {b for b, q in imports.items() if q == ACCELERATOR}
         self.accelerators: set[str] = set()   # names holding an Accelerator this pass rewrites
         self.kept: set[str] = set()           # ... and those it leaves (marked)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import FocusedTransformer, dotted, resolve
+from msmigrate.names import FocusedTransformer, bound_name, dotted, resolve
 
 FUNCTION = "torch.autograd.Function"
 
@@ -43,7 +43,7 @@ class AutogradFunctionPass(FocusedTransformer):
         super().__init__(ctx.statements_naming({"Function", "autograd", "apply"}))
         self.ctx = ctx
         self.imports = dict(ctx.names.imports)
-        self.torch = next((b for b, q in self.imports.items() if q == "torch"), None)
+        self.torch = bound_name(self.imports, "torch")
         self.converted: set[str] = set()
 
     def _resolve(self, expr) -> str | None:

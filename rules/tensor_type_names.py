@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, FocusedTransformer, dotted, resolve
+from msmigrate.names import Bindings, FocusedTransformer, bound_name, dotted, resolve
 
 TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
          "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
@@ -26,7 +26,7 @@ class TensorTypeNamesPass(FocusedTransformer):
 
     def __init__(self, ctx) -> None:
         self.imports = dict(ctx.names.imports)
-        self.torch = next((b for b, q in self.imports.items() if q == "torch"), None)
+        self.torch = bound_name(self.imports, "torch")
         bindings = Bindings(lambda value: self._type_of(value) is not None)
         ctx.module.visit(bindings)
         kinds: dict[str, set[str]] = {}
