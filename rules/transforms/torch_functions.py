@@ -861,3 +861,110 @@ def as_method(site):
     receiver = _paren(first.value, attribute=True)
     call = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=rest)
     return site.rw._apply(rec, rec.torch, call, receiver)
+
+
+# ---- functions MindSpore spells as an expression --------------------------------------------
+
+@_calls("input")
+def bitwise_not(site):
+    """ops.invert is integer-only; torch's bitwise_not of a bool tensor is logical not."""
+    from msmigrate.rules.transforms.dtypes import kind
+    _no_out(site)
+    x = site.arg("input")
+    seen = kind(site.rw, site.rw.original_call.args[0].value) if site.rw.original_call is not None \
+        and site.rw.original_call.args else None
+    if seen == "bool":
+        return site.expr("{f}({x})", f="@mindspore.ops.logical_not", x=x)
+    if seen == "int" or not isinstance(x, (cst.Name, cst.Attribute)):
+        return site.expr("{f}({x})", f="@mindspore.ops.invert", x=x)
+    return site.expr("{n}({x}) if {x}.dtype == {b} else {i}({x})", n="@mindspore.ops.logical_not",
+                     i="@mindspore.ops.invert", x=x, b="@mindspore.bool_")
+
+
+@_calls("real", "imag")
+def complex_(site):
+    _no_out(site)
+    return site.expr("{f}()({r}, {i})", f="@mindspore.ops.Complex", r=site.arg("real"), i=site.arg("imag"))
+
+
+@_calls("input", "index")
+def take(site):
+    """torch.take indexes the flattened input (negative indices count from the end)."""
+    _no_out(site)
+    return site.expr("{x}.reshape(-1)[{i}]", x=_paren(site.arg("input"), attribute=True), i=site.arg("index"))
+
+
+@_calls("input", "indices")
+def take_along_dim(site):
+    _no_out(site)
+    x, idx = site.arg("input"), site.arg("indices")
+    if _is_none(site.arg("dim")):
+        return site.expr("{x}.reshape(-1)[{i}.reshape(-1)]", x=_paren(x, True), i=_paren(idx, True))
+    return site.expr("{f}({x}, {d}, {i})", f="@mindspore.ops.gather_elements", x=x, d=site.arg("dim"), i=idx)
+
+
+@_calls("input", "dim", "index")
+def select(site):
+    """x.select(dim, i) is x[..., i, ...] at axis dim: a subscript for a literal dim."""
+    try:
+        dim = literal_value(site.arg("dim"))
+    except ValueError:
+        raise Unconvertible("select() with a dim that is not a literal", "review") from None
+    if not isinstance(dim, int):
+        raise Unconvertible("select() with a dim that is not an int", "review")
+    lead = ":, " * dim if dim >= 0 else "..., "
+    tail = "" if dim >= 0 else ", :" * (-dim - 1)
+    return site.expr("{x}[" + lead + "{i}" + tail + "]", x=_paren(site.arg("input"), True), i=site.arg("index"))
+
+
+@_calls("input", "other")
+def rsub(site):
+    """torch.rsub(x, y, alpha=a) is y - a * x."""
+    x = site.arg("input")
+    if site.has("alpha"):
+        x = site.expr("{x} * {a}", x=_paren(x), a=_paren(site.arg("alpha")))
+    return site.expr("{f}({y}, {x})", f="@mindspore.ops.sub", y=site.arg("other"), x=x)
+
+
+@_calls("s")
+def scalar_tensor(site):
+    """A 0-d tensor of torch's default dtype (float32) unless dtype= says otherwise."""
+    dtype = site.arg("dtype")
+    if _is_none(dtype):
+        dtype = site.ref("mindspore.float32")
+    return site.expr("{t}({s}, {d})", t="@mindspore.Tensor", s=site.arg("s"), d=dtype)
+
+
+@_calls(splats=True)
+def broadcast_tensors(site):
+    return site.call("mindspore.numpy.broadcast_arrays", list(site.node.args))
+
+
+@_calls("weight", "indices")
+def embedding(site):
+    """torch.embedding(weight, indices, ...): rows of weight (padding_idx / scale_grad_by_freq
+    only change the gradient)."""
+    return site.expr("{f}({w}, {i}, 0)", f="@mindspore.ops.gather", w=site.arg("weight"), i=site.arg("indices"))
+
+
+def float64_kept(site):
+    """MindSpore computes these in float32 whatever the input (ops.trapz, mindspore.numpy.corrcoef):
+    a float64 input's result is cast back to float64, as torch keeps it."""
+    first = site.record.args[0]
+    x = site.arg(first)
+    call = site.call(site.record.target)
+    if x is None:
+        return call
+    if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript)):
+        site.flag("review", f"{site.qualname}: MindSpore's result is float32 for a float64 input "
+                            f"(torch: float64): cast it with .astype(ms.float64) there")
+        return call
+    return site.expr("{c}.astype({f}) if {x}.dtype == {f} else {c}", c=_paren(call, True), x=x,
+                     f="@mindspore.float64")
+
+
+@_calls("input", "groups")
+def channel_shuffle(site):
+    """ops.channel_shuffle takes 4-D and more; torch 3-D and more: a trailing axis is added."""
+    return site.expr("{f}({x}.expand_dims(-1), {g}).squeeze(-1)", f="@mindspore.ops.channel_shuffle",
+                     x=_paren(site.arg("input"), True), g=site.arg("groups"))
