@@ -8,6 +8,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.tensor_type_names:TensorTypeNamesPass",
                      "msmigrate.rules.layer_attributes:LayerAttributePass",
                      "msmigrate.rules.legacy_scalar_index:LegacyScalarIndexPass",
+                     "msmigrate.rules.empty_cat:EmptyCatPass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

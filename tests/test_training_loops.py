@@ -406,3 +406,18 @@ def test_parameters_are_torchs_not_the_cells_with_batchnorm_statistics(tmp_path)
     assert [k for k, _ in want] == [k for k, _ in got] == ["params", "tensors"] + ["loss"] * 8
     assert all(abs(float(a) - float(b)) <= 1e-4 * abs(float(a)) + 1e-6 for (_, a), (_, b) in zip(want, got)), \
         (want, got)
+
+
+@pytest.mark.framework
+def test_cat_onto_an_empty_placeholder_trains_like_torch(tmp_path):
+    """torch.cat skips 1-D empty tensors (`torch.FloatTensor()` grown by cat in forward);
+    MindSpore's concat requires equal ranks: converted, the rule is spelled out."""
+    name = "cat_onto_empty_placeholder.py"
+    result = convert_source((PROGRAMS / name).read_text(), name)
+    assert not result.diagnostics, result.diagnostics
+    assert result.code.count("if t.shape != (0,)]") == 2
+    out = tmp_path / name
+    out.write_text(result.code)
+    want = _printed_losses(PROGRAMS / name)
+    got = _printed_losses(out, cwd=tmp_path)
+    assert len(want) == 4 and got == pytest.approx(want, abs=2e-5), (want, got)
