@@ -12,6 +12,8 @@ The families and what MindSpore 2.10 lacks for each are in FAMILIES; the per-API
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible
@@ -65,6 +67,9 @@ FAMILIES = {
     "OneHotCategorical": Family(("probs", "logits"), generated=True, event=True),
     "Dirichlet": Family(("concentration",), generated=True, event=True, cpu_sample=False,
                         lacks={"mode": "torch's Dirichlet.mode (concentrations below 1): convert by hand"}),
+    "TransformedDistribution": Family((), rsample=True, generated=True, no_kl=True,
+                                      lacks={p: "torch's TransformedDistribution has none either (NotImplementedError)"
+                                             for p in ("mean", "stddev", "variance", "mode")}),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
 }
@@ -95,9 +100,9 @@ def generated_class(site):
 
     cls = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
     source = textwrap.dedent(inspect.getsource(cls))
-    if "msmigrate_float_params(" in source:
-        helper = generated.msmigrate_float_params
-        site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
+    for helper in (generated.msmigrate_float_params, generated.msmigrate_Transform):
+        if re.search(rf"\b{helper.__name__}\b", source):   # used, or a base class: defined first
+            site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
     name = site.rw.imports.define(cls.__name__, source)
     return site.node.with_changes(func=name)
 
