@@ -169,11 +169,12 @@ class ImportPlan:
                 and isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)):
             at += 1
         two_blank = [cst.EmptyLine(), cst.EmptyLine()]
-        # only those the code still calls (a later rewrite may have replaced a call), and those they call
+        # only those the code still calls (a later rewrite may have replaced a call), and those they
+        # call or derive from (`class msmigrate_TanhTransform(msmigrate_Transform):`)
         text, wanted = module.code, set()
         while True:
             more = {name for name in self.definitions if name not in wanted
-                    and re.search(rf"\b{name}\(", text)}
+                    and re.search(rf"\b{name}\(|\({name}\)", text)}
             if not more:
                 break
             wanted |= more
