@@ -421,3 +421,23 @@ def test_cat_onto_an_empty_placeholder_trains_like_torch(tmp_path):
     want = _printed_losses(PROGRAMS / name)
     got = _printed_losses(out, cwd=tmp_path)
     assert len(want) == 4 and got == pytest.approx(want, abs=2e-5), (want, got)
+
+
+@pytest.mark.framework
+def test_layers_built_in_forward_run_like_torch(tmp_path):
+    """`nn.Linear(a, b)(x)` and `nn.LayerNorm(d)(x)` in forward, in three blocks: torch builds
+    new layers on every call (new untrained Linear weights, LayerNorm weight 1 / bias 0). In a
+    compiled construct the Cells' Parameters were made once, named 'weight' in every block ('its
+    name already exists'); converted to functional calls with a new draw on every call."""
+    src = FIXTURES / "programs" / "layers_built_in_forward.py"
+    result = convert_source(src.read_text(), src.name)
+    construct = result.code.split("def construct", 1)[1].split("class ", 1)[0]
+    assert "nn.Dense(" not in construct and "nn.LayerNorm(" not in construct, result.code
+    assert "@ms.jit" in result.code and "MSC109" not in result.code
+    (tmp_path / src.name).write_text(result.code)
+    env = {**os.environ, "GLOG_v": "3", "OMP_NUM_THREADS": "1"}
+    outs = [subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300, env=env)
+            for p in (src, tmp_path / src.name)]
+    assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
+    want, got = (o.stdout.splitlines() for o in outs)
+    assert len(want) == 4 and want[-1].endswith("True") and want == got, (want, got)
