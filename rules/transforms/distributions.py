@@ -70,6 +70,8 @@ FAMILIES = {
     "TransformedDistribution": Family((), rsample=True, generated=True, no_kl=True,
                                       lacks={p: "torch's TransformedDistribution has none either (NotImplementedError)"
                                              for p in ("mean", "stddev", "variance", "mode")}),
+    "StudentT": Family(("df", "loc", "scale"), generated=True, no_kl=True, cpu_sample=False),
+    "Chi2": Family(("df",), generated=True, no_kl=True, cpu_sample=False),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
 }
@@ -270,3 +272,16 @@ def event_shape(site):
     if family.generated and not family.params:
         raise Unconvertible(f"{kind}.event_shape: convert this use by hand", "review")
     return site.expr("()")
+
+
+def generated_function(site):
+    """A torch function MindSpore lacks: the function of rules/generated/distributions.py of its
+    name, copied into the file, called with torch's arguments."""
+    import inspect
+    import textwrap
+
+    from msmigrate.rules.generated import distributions as generated
+
+    function = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
+    name = site.rw.imports.define(function.__name__, textwrap.dedent(inspect.getsource(function)))
+    return site.node.with_changes(func=name)
