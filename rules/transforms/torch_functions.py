@@ -968,3 +968,112 @@ def channel_shuffle(site):
     """ops.channel_shuffle takes 4-D and more; torch 3-D and more: a trailing axis is added."""
     return site.expr("{f}({x}.expand_dims(-1), {g}).squeeze(-1)", f="@mindspore.ops.channel_shuffle",
                      x=_paren(site.arg("input"), True), g=site.arg("groups"))
+
+
+# ---- torch.linalg through mindspore.scipy.linalg (CPU kernels in 2.10) -------------------------
+
+def _lower(site) -> cst.BaseExpression:
+    """torch's UPLO ('L' default) as scipy's lower=."""
+    uplo = site.arg("UPLO")
+    if uplo is None:
+        return cst.Name("True")
+    try:
+        value = literal_value(uplo)
+    except ValueError:
+        return site.expr("{u} == 'L'", u=uplo)
+    return cst.Name("True" if value == "L" else "False")
+
+
+def _flag_fields(site, fields: tuple[str, ...]) -> None:
+    """torch returns a named tuple; the converted call a plain tuple: `.LU` read off it is marked."""
+    import libcst.matchers as m
+    stmt = site.statement
+    if stmt is None:
+        return
+    here = site.rw.pos_stack[-1]
+    for node in m.findall(stmt, m.Attribute(value=m.Call(), attr=m.OneOf(*[m.Name(f) for f in fields]))):
+        if site.rw._pos(node.value) == here:
+            site.flag("review", f"{site.qualname}: .{node.attr.value} read off the result: MindSpore returns "
+                                f"a plain tuple ({', '.join(fields)}): index it")
+
+
+@_calls("input")
+def eigh(site):
+    _no_out(site)
+    _flag_fields(site, ("eigenvalues", "eigenvectors"))
+    return site.expr("{f}({a}, lower={l})", f="@mindspore.scipy.linalg.eigh", a=site.arg("input"), l=_lower(site))
+
+
+@_calls("input")
+def eigvalsh(site):
+    _no_out(site)
+    return site.expr("{f}({a}, lower={l}, eigvals_only=True)", f="@mindspore.scipy.linalg.eigh",
+                     a=site.arg("input"), l=_lower(site))
+
+
+@_calls("LU", "pivots", "B")
+def lu_solve(site):
+    """scipy's lu_solve takes 0-based pivots (torch's are 1-based)."""
+    for name in ("left", "adjoint"):
+        if site.has(name) and site.code(site.arg(name)) != ("True" if name == "left" else "False"):
+            raise Unconvertible(f"lu_solve({name}=...) is not converted", "review")
+    return site.expr("{f}(({lu}, {p} - 1), {b})", f="@mindspore.scipy.linalg.lu_solve", lu=site.arg("LU"),
+                     p=_paren(site.arg("pivots")), b=site.arg("B"))
+
+
+@_calls("input", "B", "upper")
+def solve_triangular(site):
+    _no_out(site)
+    left = site.arg("left")
+    if left is not None and site.code(left) != "True":
+        raise Unconvertible("solve_triangular(left=False): solve X A = B as (A^T X^T = B^T) by hand", "review")
+    upper = site.arg("upper")
+    try:
+        lower = cst.Name("False" if literal_value(upper) else "True")
+    except ValueError:
+        lower = site.expr("not {u}", u=upper)
+    unit = site.arg("unitriangular", cst.Name("False"))
+    return site.expr("{f}({a}, {b}, lower={l}, unit_diagonal={u})", f="@mindspore.scipy.linalg.solve_triangular",
+                     a=site.arg("input"), b=site.arg("B"), l=lower, u=unit)
+
+
+@_calls("A")
+def lu_factor(site):
+    """scipy's pivots are 0-based, torch's (LAPACK's) 1-based; both int32."""
+    _no_out(site)
+    _flag_fields(site, ("LU", "pivots"))
+    if site.has("pivot") and site.code(site.arg("pivot")) != "True":
+        raise Unconvertible("lu_factor(pivot=False) is not converted", "review")
+    return site.expr("(lambda LU, pivots: (LU, pivots + 1))(*{f}({a}))", f="@mindspore.scipy.linalg.lu_factor",
+                     a=site.arg("A"))
+
+
+@_calls("A")
+def lu(site):
+    """(P, L, U) with A = P L U in both; scipy's P is int32, torch's has A's dtype."""
+    _no_out(site)
+    _flag_fields(site, ("P", "L", "U"))
+    if site.has("pivot") and site.code(site.arg("pivot")) != "True":
+        raise Unconvertible("lu(pivot=False) is not converted", "review")
+    return site.expr("(lambda P, L, U: (P.astype(L.dtype), L, U))(*{f}({a}))", f="@mindspore.scipy.linalg.lu",
+                     a=site.arg("A"))
+
+
+@_calls()
+def with_info(site):
+    """torch.linalg.*_ex: the result and an int32 `info` of zeros (MindSpore raises instead of
+    reporting a failed factorisation)."""
+    _no_out(site)
+    first = site.record.args[0]
+    if first not in site.bound:
+        raise Unconvertible(f"missing {first}", "review")
+    _flag_fields(site, {"torch.linalg.inv_ex": ("inverse", "info"), "torch.linalg.cholesky_ex": ("L", "info"),
+                        "torch.linalg.solve_ex": ("result", "info")}.get(site.record.torch, ("info",)))
+    base = site.record.torch.removesuffix("_ex")   # the plain function's record converts the call
+    rec = site.rw.table.lookup(base)
+    args = [a for a in site.node.args if not (a.keyword and a.keyword.value == "check_errors")]
+    if args:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    value = site.rw._apply(rec, base, site.node.with_changes(args=args), None)
+    return site.expr("(lambda A, r: (r, {z}(A.shape[:-2], {i})))({a}, {v})", z="@mindspore.ops.zeros",
+                     i="@mindspore.int32", a=site.arg(first), v=value)
