@@ -709,6 +709,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
         python_object = self._python_objects_in([pre[i] for i in chosen] + recomputed)
+        if python_object is None:
+            python_object = self._distribution_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen] + recomputed)
         if cut is not None:
             name, where = cut
@@ -1386,14 +1388,31 @@ class TrainingLoopPass(cst.CSTTransformer):
 
     def _uncompiled(self, defs: list, step: str, python_object: str, backward_stmt) -> list:
         """The definitions with the step's @jit replaced by a marker: its loss is computed
-        through a plain Python object."""
+        through a plain Python object (or a torch.distributions object built in the step)."""
+        what = ("a distribution built in the step (MindSpore builds its distributions in a static graph "
+                "only from constants, and msmigrate's generated ones are plain Python)"
+                if python_object.endswith("(...)") else
+                "a Python object whose methods run on every step (a static graph would run them once, "
+                "or not compile)")
         message = (f"{step} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
-                   f"'{python_object}', a Python object whose methods run on every step (a static graph "
-                   f"would run them once, or not compile): it trains like torch but slower")
+                   f"'{python_object}', {what}: it trains like torch but slower")
         self.reporter.flag("MSC109", message, *self._pos(backward_stmt))
         marker = cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))
         return [d.with_changes(decorators=[], leading_lines=[*d.leading_lines, marker])
                 if isinstance(d, cst.FunctionDef) and d.name.value == step else d for d in defs]
+
+    def _distribution_in(self, stmts: list) -> str | None:
+        """`Categorical(...)` where the step's statements build a torch.distributions object."""
+        imports = self.ctx.names.imports
+        for stmt in stmts:
+            for n in _walk(stmt):
+                if isinstance(n, cst.Call):
+                    name = dotted(n.func) or ""
+                    head, _, rest = name.partition(".")
+                    q = imports.get(head, "")
+                    if (f"{q}.{rest}" if rest and q else q).startswith("torch.distributions."):
+                        return f"{name.rsplit('.', 1)[-1]}(...)"
+        return None
 
     def _python_objects_in(self, stmts: list) -> str | None:
         """The first plain Python object (see _PythonObjects) whose method the step calls."""
