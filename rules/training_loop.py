@@ -31,7 +31,7 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
-from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
+from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve
 
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -242,6 +242,43 @@ def prefix_statement(holder: str) -> str:
     return f"{holder}.update_parameters_name({prefix + '.'!r})"
 
 
+class _ModuleInstances(cst.CSTVisitor):
+    """Names bound to a new network: `net = Net()`, `eval_net, target_net = Net(), Net()`, where
+    Net is a class of this file deriving from a torch.nn class (directly or through another) or
+    a module class of another project file. A network a step calls without its parameters ever
+    being read (a DQN's target network) is one of them."""
+
+    def __init__(self, imports: dict, project: dict) -> None:
+        self.imports, self.project = imports, project
+        self.classes: set[str] = set()
+        self.names: set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for b in node.bases:
+            q = resolve(b.value, self.imports) or ""
+            if dotted(b.value) in self.classes or q.startswith("torch.nn.") or \
+                    (self.project.get(dotted(b.value) or "") or "").startswith("torch.nn."):
+                self.classes.add(node.name.value)
+
+    def _module(self, value) -> bool:
+        """A network: an instance of a module class of the project (a bare torch.nn layer or
+        loss is no network of its own)."""
+        if not isinstance(value, cst.Call):
+            return False
+        name = dotted(value.func) or ""
+        return name in self.classes or (name in self.project and self.project[name] == "torch.nn.Module")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            pairs = [(t.target, node.value)]
+            if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) \
+                    and len(t.target.elements) == len(node.value.elements):
+                pairs = [(a.value, b.value) for a, b in zip(t.target.elements, node.value.elements)]
+            for target, value in pairs:
+                if dotted(target) and self._module(value):
+                    self.names.add(dotted(target))
+
+
 _NOT_PLAIN = ("numpy", "mindspore", "math", "random")   # besides torch's family: no Python objects
 
 
@@ -311,6 +348,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
+        self._module_scan = None   # _ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
@@ -1372,7 +1410,11 @@ class TrainingLoopPass(cst.CSTTransformer):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
-        holders += [h for h in sorted(self._holder_scan.all - set(holders))
+        if self._module_scan is None:
+            self._module_scan = _ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
+            self.module.visit(self._module_scan)
+        called = self._holder_scan.all | self._module_scan.names
+        holders += [h for h in sorted(called - set(holders))
                     if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
         out = []
         for h in prefixed_networks(holders):

@@ -177,6 +177,40 @@ def test_checkpoint_dict_restores_model_optimizer_and_epoch(ckpt_results):
     assert got["start"] == 8
 
 
+def _same_losses(tmp_path, name: str, count: int) -> list[float]:
+    """Run fixtures/programs/NAME and its conversion (each in its own directory); the losses
+    both print, torch's."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    src = FIXTURES / "programs" / name
+    code = convert_source(src.read_text(), src.name).code
+    assert "load_param_into_net" not in code
+    for side in ("torch", "ms"):
+        (tmp_path / side).mkdir()
+    (tmp_path / "torch" / src.name).write_text(src.read_text())
+    (tmp_path / "ms" / src.name).write_text(code)
+    env = {**os.environ, "GLOG_v": "3", "OMP_NUM_THREADS": "1"}
+    outs = [subprocess.run([sys.executable, src.name], cwd=tmp_path / side, capture_output=True, text=True,
+                           timeout=300, env=env) for side in ("torch", "ms")]
+    assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
+    want, got = ([float(v) for v in re.findall(r"loss (\S+)", o.stdout)] for o in outs)
+    assert len(want) == count and got == pytest.approx(want, rel=1e-5, abs=1e-6), (want, got)
+    return want
+
+
+@pytest.mark.framework
+def test_target_network_refreshed_between_compiled_steps_like_torch(tmp_path):
+    """target_net.load_state_dict(eval_net.state_dict()) every second step, both networks in the
+    compiled step: both are prefixed (they collided: 'fc.weight already exists'), so the copy
+    matches parameters by path, as torch's state_dict keys are, and writes them in place."""
+    _same_losses(tmp_path, "target_network_copy.py", 6)
+
+
 @pytest.mark.framework
 def test_checkpoint_loaded_after_compiled_steps_resumes_like_torch(tmp_path):
     """2 steps, a checkpoint, 2 steps, the checkpoint loaded back, 2 steps: the last two losses

@@ -222,15 +222,25 @@ def load_state_dict(site):
     if dotted(model) is None:
         raise Unconvertible("load_state_dict on an expression: bind the model to a name", "manual")
     statement = _statement_call(site)
-    if dotted(sd) is None:   # evaluated once
+    param = _fresh(site, "param")
+    source = _params_of(sd)   # another network's state_dict(): matched by path, as torch's keys are
+    if source is not None and not whole_table:
+        table = _fresh(site, "state_dict")
+        site.before(site.stmt(f"{table} = dict({{src}}.parameters_and_names())  # keyed by path, as torch's\n",
+                              src=source))
+        sd = cst.parse_expression(table)
+    elif dotted(sd) is None:   # evaluated once
         table = _fresh(site, "state_dict")
         site.before(site.stmt(f"{table} = {{sd}}\n", sd=sd))
         sd = cst.parse_expression(table)
     target, table = site.code(model), site.code(sd)
-    param = _fresh(site, "param")
-    missing = (f"[{param}.name for {param} in {target}.get_parameters() if {param}.name not in {table}]")
-    unexpected = (f"[name for name in {table} if name not in "
-                  f"{{{param}.name for {param} in {target}.get_parameters()}}]")
+    if source is not None and not whole_table:
+        path = _fresh(site, "path")
+        loop_vars, params, key = f"{path}, {param}", f"{target}.parameters_and_names()", path
+    else:
+        loop_vars, params, key = param, f"{target}.get_parameters()", f"{param}.name"
+    missing = f"[{key} for {loop_vars} in {params} if {key} not in {table}]"
+    unexpected = f"[name for name in {table} if name not in {{{key} for {loop_vars} in {params}}}]"
     if statement and strict and whole_table:
         site.before(site.stmt(f"param_not_load = {missing}\n"))
         site.before(site.stmt(
@@ -243,10 +253,10 @@ def load_state_dict(site):
             site.before(site.stmt(
                 f"if param_not_load or ckpt_not_load:  # torch's strict load raises\n"
                 f"    raise RuntimeError(f\"{target}: missing {{param_not_load}}, unexpected {{ckpt_not_load}}\")\n"))
-    head = f"for {param} in {target}.get_parameters():  # in place: set_data would detach it from a compiled step\n"
-    body = f"{{assign}}({param}, {table}[{param}.name])\n"
+    head = f"for {loop_vars} in {params}:  # in place: set_data would detach it from a compiled step\n"
+    body = f"{{assign}}({param}, {table}[{key}])\n"
     if not strict:
-        body = f"if {param}.name in {table}:\n        " + body
+        body = f"if {key} in {table}:\n        " + body
     loop = site.stmt(head + "    " + body, assign=site.ref("mindspore.ops.assign"))
     site.before(loop)
     if statement:
