@@ -72,6 +72,9 @@ FAMILIES = {
                                              for p in ("mean", "stddev", "variance", "mode")}),
     "StudentT": Family(("df", "loc", "scale"), generated=True, no_kl=True, cpu_sample=False),
     "Chi2": Family(("df",), generated=True, no_kl=True, cpu_sample=False),
+    "Binomial": Family(("total_count", "probs", "logits"), generated=True, no_kl=True),
+    "Multinomial": Family(("probs", "total_count", "logits"), generated=True, event=True, no_kl=True,
+                          lacks={"mode": "torch's Multinomial.mode: convert by hand"}),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
 }
