@@ -342,6 +342,13 @@ def train_epoch(x):
     ("for e in range(3):\n    train_step(x)\nms.load_param_into_net(net, best)", False),
     ("train_step(x)\nfor p in net.get_parameters():\n    ops.assign(p, ckpt[p.name])\ntrain_step(x)", False),
     ("train_step(x)\nms.load_param_into_net(net, ckpt)  # noqa: MSG209\ntrain_step(x)", False),
+    # a function that steps, called again and again: its start follows the previous call's step
+    ("def learn(x):\n    ms.load_param_into_net(net, best)\n    train_step(x)\n\n"
+     "for e in range(3):\n    learn(x)", True),
+    ("class Agent:\n    def learn(self, x):\n        net.weight.set_data(w)\n        train_step(x)\n\n"
+     "agent = Agent()\nfor e in range(3):\n    agent.learn(x)", True),
+    ("def main(x):\n    ms.load_param_into_net(net, ckpt)\n    for e in range(3):\n        train_step(x)\n\n"
+     "main(x)", False),   # resuming before the first step
 ])
 def test_msg209_scope(body, flagged):
     code = MSG209_PROGRAM.format(body=body)

@@ -60,6 +60,8 @@ class SetDataAfterStep(Rule):
         self.steppers = set(model.jit_entries)   # names whose call runs a training step
         self.steppers |= self._instances(ctx)
         functions = [n for n in ast.walk(ctx.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self.methods: set[str] = set()   # methods that run a step (`agent.learn()`)
+        methods = {id(m) for c in ast.walk(ctx.tree) if isinstance(c, ast.ClassDef) for m in c.body}
         changed = True
         while changed:   # functions of the file that run a step, through each other
             changed = False
@@ -67,11 +69,34 @@ class SetDataAfterStep(Rule):
                 if fn.name not in self.steppers and not model.in_graph(fn) and \
                         any(self._steps(s) for s in fn.body):
                     self.steppers.add(fn.name)
+                    if id(fn) in methods:
+                        self.methods.add(fn.name)
                     changed = True
+        repeated = self._repeated(ctx.tree)
         self._block(ctx.tree.body, False, False)
         for fn in functions:
             if not model.in_graph(fn):
-                self._block(fn.body, False, False)
+                # a function that runs a step and is itself called again and again (learn() in
+                # the episode loop): what it loads at its start follows the previous call's step
+                again = fn.name in self.steppers and fn.name in repeated
+                self._block(fn.body, again, again)
+
+    def _repeated(self, tree) -> set[str]:
+        """Names of functions called inside a loop, or at two places."""
+        calls: dict[str, int] = {}
+        looped: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                looped.update(self._called_name(n) for s in node.body for n in ast.walk(s)
+                              if isinstance(n, ast.Call))
+            elif isinstance(node, ast.Call):
+                calls[self._called_name(node)] = calls.get(self._called_name(node), 0) + 1
+        return (looped | {n for n, k in calls.items() if k >= 2}) - {None}
+
+    @staticmethod
+    def _called_name(call: ast.Call) -> str | None:
+        f = call.func
+        return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
 
     def _instances(self, ctx) -> set[str]:
         """Names bound to optimizers and one-step training Cells."""
@@ -91,7 +116,8 @@ class SetDataAfterStep(Rule):
     def _steps(self, node) -> bool:
         """Does this statement (or expression) run a training step?"""
         for n in ast.walk(node):
-            if isinstance(n, ast.Call) and _dotted(n.func) in self.steppers:
+            if isinstance(n, ast.Call) and (_dotted(n.func) in self.steppers or (
+                    isinstance(n.func, ast.Attribute) and n.func.attr in self.methods)):
                 return True
         return False
 
