@@ -185,6 +185,8 @@ class _Prescan(cst.CSTVisitor):
         self.stack.pop()
 
 
+TENSOR_FROM_DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor",
+                    "torch.LongTensor", "torch.IntTensor", "torch.DoubleTensor", "torch.BoolTensor"}
 PARAMETER_METHODS = {"parameters", "named_parameters", "trainable_params", "get_parameters"}
 GENERATED_PARAMETER_FUNCTIONS = {"msmigrate_parameters", "msmigrate_named_parameters"}
 
@@ -951,10 +953,17 @@ class TrainingLoopPass(cst.CSTTransformer):
             return stmts, []
         written = set().union(*(writes(s) for s in stmts)) if stmts else set()
         hoisted: dict[str, tuple[str, str]] = {}   # code -> (name, code)
+        uses: dict[str, int] = {}
 
         outer = self
 
         class _Hoist(cst.CSTTransformer):
+            def _name(self, code: str, base: str) -> cst.Name:
+                if code not in hoisted:
+                    hoisted[code] = (outer.fresh(f"{base.lower()}_batch"), code)
+                uses[code] = uses.get(code, 0) + 1
+                return cst.Name(hoisted[code][0])
+
             def leave_Subscript(self, original, updated):
                 base = updated.value
                 used = set(names(updated.slice[0] if len(updated.slice) == 1 else updated)[0]) \
@@ -962,13 +971,29 @@ class TrainingLoopPass(cst.CSTTransformer):
                 if not isinstance(base, cst.Name) or base.value in written or not used or \
                         not used <= indices | set(_BUILTINS):
                     return updated
-                code = outer._code(updated)
-                if code not in hoisted:
-                    hoisted[code] = (outer.fresh(f"{base.value.lower()}_batch"), code)
-                return cst.Name(hoisted[code][0])
+                return self._name(outer._code(updated), base.value)
+
+            def leave_Call(self, original, updated):
+                # `ms.tensor(Y[i])` of a NumPy array or list: the tensor is the step input
+                # (@ms.jit rejects an ndarray argument), not the indexed value
+                if not (updated.args and outer._q(updated.func) in TENSOR_FROM_DATA
+                        and isinstance(updated.args[0].value, cst.Name)
+                        and isinstance(original.args[0].value, cst.Subscript)):
+                    return updated
+                inner = outer._code(original.args[0].value)
+                if hoisted.get(inner, ("",))[0] != updated.args[0].value.value:
+                    return updated
+                if any(names(a.value)[0] for a in updated.args[1:]):
+                    return updated   # dtype=x.dtype: depends on values of the step
+                uses[inner] -= 1
+                code = outer._code(original)
+                if not uses[inner] and code not in hoisted:   # its name goes to the tensor
+                    hoisted[code] = hoisted.pop(inner)
+                    hoisted[code] = (hoisted[code][0], code)
+                return self._name(code, original.args[0].value.value.value)
 
         new = [s.visit(_Hoist()) for s in stmts]
-        return new, [self._stmt(f"{name} = {code}") for name, code in hoisted.values()]
+        return new, [self._stmt(f"{name} = {code}") for code, (name, _) in hoisted.items() if uses.get(code)]
 
     def _prepares_data(self, stmt) -> bool:
         """A statement that only moves, slices or draws data: no call but builtins, torch

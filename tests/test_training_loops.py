@@ -441,3 +441,15 @@ def test_layers_built_in_forward_run_like_torch(tmp_path):
     assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
     want, got = (o.stdout.splitlines() for o in outs)
     assert len(want) == 4 and want[-1].endswith("True") and want == got, (want, got)
+
+
+@pytest.mark.framework
+def test_tensors_made_from_numpy_rows_in_the_loss_are_the_step_inputs(tmp_path):
+    """`torch.tensor(targets[i])` inside the loss, `targets` a NumPy array: the tensor is computed
+    before the compiled step and passed in (the row itself, an ndarray, made @ms.jit raise
+    TypeError); every loss is torch's."""
+    name = "numpy_rows_in_loss.py"
+    converted = convert_to(tmp_path, name)
+    assert "@ms.jit" in converted.read_text()
+    want, got = _printed_losses(PROGRAMS / name), _printed_losses(converted, tmp_path)
+    assert len(want) == 8 and got == pytest.approx(want, abs=2e-5), (want, got)
