@@ -343,6 +343,7 @@ FUNCTIONAL = [
     case("F.lp_pool1d(x0, 2, 3, stride=2)", x(2, 3, 9)),
     case("F.adaptive_avg_pool3d(x0, (2, 3, 2))", x(1, 2, 4, 6, 5)),
     case("F.adaptive_max_pool1d(x0, 3)", x(2, 3, 9)),
+    case("F.max_pool1d(x0, 3, stride=2, padding=1)", x(2, 3, 9)),
     case("F.pixel_unshuffle(x0, 2)", x(1, 2, 4, 6)),
     case("out, idx = F.max_pool3d(x0, 2, return_indices=True); F.max_unpool3d(out, idx, 2)", x(1, 2, 4, 4, 6)),
     case("out, idx = nn.MaxPool1d(2, return_indices=True)(x0); F.max_unpool1d(out, idx, 2)", x(2, 3, 8)),
@@ -412,6 +413,7 @@ CASES = LAYERS + ACTIVATIONS + LOSSES + FUNCTIONAL
 
 # Converted records the table above cannot check, and why.
 UNCHECKED = {
+    "torch.nn.functional.max_pool1d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",
     "torch.nn.functional.max_pool2d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",
     "torch.nn.functional.max_pool3d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",
     "torch.nn.functional.adaptive_max_pool2d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",

@@ -241,3 +241,43 @@ def write_back(site, value):
         site.flag("review", f"{site.qualname}: computed out of place; {site.code(target)} itself is "
                             f"not modified (torch writes it in place)")
     return value
+
+
+def _pair1(site, node, default: str) -> cst.BaseExpression:
+    """A 1-D pooling size (int or 1-tuple) as the 2-D (first, size) MindSpore pools over (1, L)."""
+    first = "0" if default == "0" else "1"
+    if node is None or _is_none(node):
+        return cst.parse_expression(f"({first}, {default})")
+    if isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 1:
+        node = node.elements[0].value
+    return site.expr("(" + first + ", {v})", v=node)
+
+
+def max_pool1d(site):
+    """ops has no max_pool1d: ops.max_pool2d over the input viewed as (N, C, 1, L) with a (1, k)
+    window, viewed back (a 2-D (C, L) input too); indices along L are the same numbers."""
+    if not site.is_call:
+        raise Unconvertible("used as a value: only calls are converted", "review")
+    x = site.arg("input")
+    if x is None or site.arg("kernel_size") is None:
+        raise Unconvertible("missing input or kernel_size", "review")
+    if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript)):
+        raise Unconvertible("the input is an expression: assign it to a name first", "review")
+    kernel = _pair1(site, site.arg("kernel_size"), "1")
+    stride = kernel if _is_none(site.arg("stride")) or (isinstance(site.arg("stride"), (cst.List, cst.Tuple))
+                                                        and not site.arg("stride").elements) \
+        else _pair1(site, site.arg("stride"), "1")
+    indices = site.record.torch.endswith("_with_indices")
+    if site.has("return_indices"):
+        try:
+            indices = indices or literal_value(site.arg("return_indices")) is True
+        except ValueError:
+            raise Unconvertible("return_indices is not a literal", "review") from None
+    call = site.expr("{f}({x}.reshape((-1, {x}.shape[-2], 1, {x}.shape[-1])), {k}, {s}, {p}, {d}, "
+                     "ceil_mode={c}, return_indices={r})", f="@mindspore.ops.max_pool2d", x=x, k=kernel, s=stride,
+                     p=_pair1(site, site.arg("padding"), "0"), d=_pair1(site, site.arg("dilation"), "1"),
+                     c=site.arg("ceil_mode", cst.Name("False")), r=cst.Name("True" if indices else "False"))
+    if indices:
+        return site.expr("(lambda o, i: (o.reshape({x}.shape[:-1] + (-1,)), i.reshape({x}.shape[:-1] + (-1,))))(*{c})",
+                         x=x, c=call)
+    return site.expr("{c}.reshape({x}.shape[:-1] + (-1,))", c=call, x=x)

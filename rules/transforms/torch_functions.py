@@ -1077,3 +1077,32 @@ def with_info(site):
     value = site.rw._apply(rec, base, site.node.with_changes(args=args), None)
     return site.expr("(lambda A, r: (r, {z}(A.shape[:-2], {i})))({a}, {v})", z="@mindspore.ops.zeros",
                      i="@mindspore.int32", a=site.arg(first), v=value)
+
+
+@_calls("input", "k")
+def kthvalue(site):
+    """The k-th smallest along dim (default -1) and its index: ops.sort, then the (k-1)-th slice
+    (int64 indices as torch's)."""
+    _no_out(site)
+    _flag_fields(site, ("values", "indices"))
+    dim = site.arg("dim", cst.parse_expression("-1"))
+    keep = site.arg("keepdim")
+    squeeze = not (keep is not None and site.code(keep) == "True")
+    if keep is not None and site.code(keep) not in ("True", "False"):
+        raise Unconvertible("kthvalue(keepdim=) is not a literal", "review")
+    tail = ".squeeze({d})" if squeeze else ""
+    return site.expr("(lambda v, i: ({n}(v, {d}, {k} - 1, 1)" + tail + ", {n}(i, {d}, {k} - 1, 1)" + tail
+                     + ".astype({i64})))(*{s}({x}, axis={d}))", n="@mindspore.ops.narrow", d=dim,
+                     k=_paren(site.arg("k")), i64="@mindspore.int64", s="@mindspore.ops.sort", x=site.arg("input"))
+
+
+@_calls("input")
+def matrix_rank(site):
+    """Singular values above max(m, n) * eps * the largest (torch's default tolerance)."""
+    _no_out(site)
+    if any(site.has(n) for n in ("atol", "rtol", "tol", "hermitian")):
+        raise Unconvertible("matrix_rank with atol/rtol/tol/hermitian is not converted", "review")
+    return site.expr("(lambda A: (lambda S: (S > S.max(-1, keepdims=True) * max(A.shape[-2:]) * "
+                     "(2.220446049250313e-16 if A.dtype == {f64} else 1.1920928955078125e-07)).sum(-1).astype({i64}))"
+                     "({svd}(A, compute_uv=False)))({a})", f64="@mindspore.float64", i64="@mindspore.int64",
+                     svd="@mindspore.ops.svd", a=site.arg("input"))
