@@ -350,6 +350,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.autocast = None   # (autocast call, region body) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
+        self._bindings = None      # name -> values bound to it in the module (_maybe_list)
         self._module_scan = None   # _ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
@@ -1340,7 +1341,7 @@ class TrainingLoopPass(cst.CSTTransformer):
             call_pre = [self._stmt(f"{flag} = {self._code(step['if'].test)}")]
             call_args = ", ".join([*inputs, f"{ms_('mindspore.Tensor')}({flag})"])
         else:
-            call_args = args
+            call_args = ", ".join(self._as_jit_argument(n) for n in inputs)
         at = defs.index(grad) + 1
         defs.insert(at, self._jit_def(names["step"], step_args, lines + [f"return {ret}"]))
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
@@ -1356,6 +1357,49 @@ class TrainingLoopPass(cst.CSTTransformer):
                                                      body=if_stmt.body.with_changes(body=rest)))
         new_post += step["after"]
         return defs, call_stmts, new_post
+
+    def _as_jit_argument(self, name: str) -> str:
+        """A step input that may be a Python list (`word, tag = data` over a list of
+        `("The dog".split(), ["DET", "NN"])`) goes in as a tuple: @ms.jit reuses its compiled
+        graph for an equal tuple, but compiles again on every call given a list."""
+        if not self._maybe_list(name, set()):
+            return name
+        return f"tuple({name}) if isinstance({name}, list) else {name}"
+
+    def _maybe_list(self, name: str, seen: set) -> bool:
+        if name in seen:
+            return False
+        seen.add(name)
+        if self._bindings is None:
+            found: dict[str, list] = {}
+            for n in _walk(self.module):
+                pairs = []
+                if isinstance(n, cst.Assign):
+                    pairs = [(t.target, n.value) for t in n.targets]
+                elif isinstance(n, (cst.For, cst.CompFor)):
+                    pairs = [(n.target, n.iter)]
+                for target, value in pairs:
+                    for t in _walk(target):
+                        if isinstance(t, cst.Name):
+                            found.setdefault(t.value, []).append(value)
+            self._bindings = found
+        return any(self._value_maybe_list(v, seen) for v in self._bindings.get(name, []))
+
+    def _value_maybe_list(self, value, seen: set) -> bool:
+        """Whether a bound value is, holds, or is derived from a Python list: a list literal or
+        comprehension, `str.split()`, or a name bound to one (through iteration, unpacking,
+        indexing)."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            return self._maybe_list(value.value, seen)
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("zip", "enumerate"):
+            return any(self._value_maybe_list(a.value, seen) for a in value.args)
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return any(isinstance(n, (cst.List, cst.ListComp)) or
+                       (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "split")
+                       for n in _walk(value))
+        return False
 
     def _generate_union(self, step, names, forward, loss_name, inputs, outputs, post):
         """One backward, several optimizers stepped after it: one compiled step differentiates

@@ -453,3 +453,20 @@ def test_tensors_made_from_numpy_rows_in_the_loss_are_the_step_inputs(tmp_path):
     assert "@ms.jit" in converted.read_text()
     want, got = _printed_losses(PROGRAMS / name), _printed_losses(converted, tmp_path)
     assert len(want) == 8 and got == pytest.approx(want, abs=2e-5), (want, got)
+
+
+@pytest.mark.framework
+def test_word_lists_passed_to_the_step_compile_it_once(tmp_path):
+    """Sentences as Python lists of words, read inside the loss: they reach the compiled step as
+    tuples (given a list, @ms.jit compiles the step again on every call: 8 compilations for 8
+    steps); the step compiles once per sentence, and every loss is torch's."""
+    name = "word_lists_into_step.py"
+    script = convert_to(tmp_path, name)
+    proc = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env={**ENV, "GLOG_v": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled = [m.group(1) for m in COMPILE_LINE.finditer(proc.stderr)]
+    assert compiled.count("train_step") == 2, compiled   # two sentences, two (constant) inputs
+    got = [float(v) for v in re.findall(r"^loss (\S+)", proc.stdout, re.M)]
+    want = _printed_losses(PROGRAMS / name)
+    assert len(want) == 8 and got == pytest.approx(want, abs=2e-5), (want, got)
