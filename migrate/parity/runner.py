@@ -256,10 +256,27 @@ def run_torch(rec: Record, script: str) -> None:
     def state_of(model) -> dict:
         return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
 
+    def current_state():
+        return {net["prefix"] + k: v for net in st["nets"] for k, v in net["state"]().items()}
+
     def snapshot_pending():
         if st["pending"] is not None:
-            rec.put_state(st["pending"], {net["prefix"] + k: v for net in st["nets"] for k, v in net["state"]().items()})
+            stepped = st.pop("stepped", None)
+            rec.put_state(st["pending"], stepped if stepped is not None else current_state())
             st["pending"] = None
+
+    def after_optimizer_step(optimizer, args, kwargs):
+        """The state right after the last optimizer step of a pending step, as the MindSpore
+        side takes it when its compiled step returns: a checkpoint loaded or weights clipped
+        before the next forward belong to the next step."""
+        if st["pending"] is not None and st["nets"]:
+            st["stepped"] = current_state()
+
+    import torch.optim.optimizer as toptimizer
+
+    register_step_hook = getattr(toptimizer, "register_optimizer_step_post_hook", None)
+    if register_step_hook is not None:
+        register_step_hook(after_optimizer_step)
 
     def has_parameters(module) -> bool:
         return any(True for _ in module.parameters())
