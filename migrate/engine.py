@@ -1290,7 +1290,24 @@ class Rewriter(cst.CSTTransformer):
                 value.func.attr.value in _RETURNS_SELF and id(value) not in self.call_records:
             value = value.func.value
         found = self.call_records.get(id(value)) if isinstance(value, cst.Call) else None
+        if found is None and isinstance(value, cst.Call):
+            return self._converted_constructor(value)
         return None if found is None else found[0]
+
+    def _converted_constructor(self, call: cst.Call) -> ApiRecord | None:
+        """Code converted before (a second run over a converted file): the MindSpore class a
+        record with class-bound methods targets, called directly (`msd.Gamma(...)`) or through
+        a generated function taking it first (`msmigrate_distribution(msd.Gamma, ...)`) makes an
+        object of that record, so its methods convert as they did the first time."""
+        heads = [call.func]
+        if isinstance(call.func, cst.Name) and call.func.value.startswith("msmigrate_") and call.args:
+            heads.append(call.args[0].value)
+        for head in heads:
+            q = self.scopes.resolve(head)
+            rec = self.table.by_base_target().get(q or "")
+            if rec is not None:
+                return rec
+        return None
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
         target = original.targets[0].target if len(original.targets) == 1 else None

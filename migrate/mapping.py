@@ -159,11 +159,22 @@ class ApiTable:
     aliases: dict[str, ApiRecord] = field(default_factory=dict)   # rules/aliases.toml
     # torch.Tensor methods without a record, by name (rules/tensor_passthrough.toml)
     passthrough: dict[str, ApiRecord] = field(default_factory=dict)
+    _by_base_target: dict[str, ApiRecord] | None = None
 
     def lookup(self, qualname: str) -> ApiRecord | None:
         return (self.by_name.get(qualname) or self.aliases.get(qualname)
                 or self.passthrough.get(qualname.removeprefix("torch.Tensor.")
                                         if qualname.startswith("torch.Tensor.") else ""))
+
+    def by_base_target(self) -> dict[str, ApiRecord]:
+        """MindSpore class -> the record targeting it, for records whose objects have
+        class-bound methods (`base`)."""
+        if self._by_base_target is None:
+            self._by_base_target = {}
+            for rec in self.by_name.values():
+                if rec.base and rec.target and not rec.target.startswith("."):
+                    self._by_base_target.setdefault(rec.target.lstrip("@"), rec)
+        return self._by_base_target
 
     def methods(self, name: str) -> list[ApiRecord]:
         found = self.by_method.get(name, [])

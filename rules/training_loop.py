@@ -32,6 +32,7 @@ import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve
+from msmigrate.rules.generated import cells
 
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -188,7 +189,6 @@ class _Prescan(cst.CSTVisitor):
 TENSOR_FROM_DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor",
                     "torch.LongTensor", "torch.IntTensor", "torch.DoubleTensor", "torch.BoolTensor"}
 PARAMETER_METHODS = {"parameters", "named_parameters", "trainable_params", "get_parameters"}
-GENERATED_PARAMETER_FUNCTIONS = {"msmigrate_parameters", "msmigrate_named_parameters"}
 
 
 class _ParameterHolders(cst.CSTVisitor):
@@ -221,7 +221,7 @@ class _ParameterHolders(cst.CSTVisitor):
                 continue
             if isinstance(n.func, cst.Attribute) and n.func.attr.value in PARAMETER_METHODS:
                 out.add(dotted(n.func.value))
-            elif isinstance(n.func, cst.Name) and n.func.value in GENERATED_PARAMETER_FUNCTIONS and n.args:
+            elif isinstance(n.func, cst.Name) and n.func.value in cells.NAMES and n.args:
                 out.add(dotted(n.args[0].value))   # models.parameters' conversion of m.parameters()
         return out - {None}
 

@@ -13,6 +13,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msmigrate.engine import Unconvertible, creates_cell
+from msmigrate.rules.generated import cells
 
 DTYPE_NAMES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
@@ -1004,8 +1005,9 @@ def _iterates_parameters(site, name: str) -> bool:
     parameters (`for p in model.parameters()`, `[p for n, p in m.named_parameters() if ...]`)
     or is the parameter of `filter(lambda p: ..., model.parameters())`: a Parameter."""
     def over_parameters(it) -> bool:
-        return (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)
-                and it.func.attr.value in PARAMETER_ITERATORS)
+        return isinstance(it, cst.Call) and (
+            (isinstance(it.func, cst.Attribute) and it.func.attr.value in PARAMETER_ITERATORS)
+            or (isinstance(it.func, cst.Name) and it.func.value in cells.NAMES))
 
     def binds(target) -> bool:
         if isinstance(target, cst.Name):
