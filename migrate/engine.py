@@ -1304,7 +1304,7 @@ class Rewriter(cst.CSTTransformer):
             heads.append(call.args[0].value)
         for head in heads:
             q = self.scopes.resolve(head)
-            rec = self.table.by_base_target().get(q or "")
+            rec = self.table.by_base_target.get(q or "")
             if rec is not None:
                 return rec
         return None

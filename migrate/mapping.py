@@ -159,22 +159,14 @@ class ApiTable:
     aliases: dict[str, ApiRecord] = field(default_factory=dict)   # rules/aliases.toml
     # torch.Tensor methods without a record, by name (rules/tensor_passthrough.toml)
     passthrough: dict[str, ApiRecord] = field(default_factory=dict)
-    _by_base_target: dict[str, ApiRecord] | None = None
+    # MindSpore class -> the record targeting it, for records whose objects have class-bound
+    # methods (`base`): converted code run through again (engine._converted_constructor)
+    by_base_target: dict[str, ApiRecord] = field(default_factory=dict)
 
     def lookup(self, qualname: str) -> ApiRecord | None:
         return (self.by_name.get(qualname) or self.aliases.get(qualname)
                 or self.passthrough.get(qualname.removeprefix("torch.Tensor.")
                                         if qualname.startswith("torch.Tensor.") else ""))
-
-    def by_base_target(self) -> dict[str, ApiRecord]:
-        """MindSpore class -> the record targeting it, for records whose objects have
-        class-bound methods (`base`)."""
-        if self._by_base_target is None:
-            self._by_base_target = {}
-            for rec in self.by_name.values():
-                if rec.base and rec.target and not rec.target.startswith("."):
-                    self._by_base_target.setdefault(rec.target.lstrip("@"), rec)
-        return self._by_base_target
 
     def methods(self, name: str) -> list[ApiRecord]:
         found = self.by_method.get(name, [])
@@ -262,7 +254,11 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
                 namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
     passthrough = _passthrough(Path(rules_dir).parent / "tensor_passthrough.toml" if rules_dir
                                else RULES_DIR / "tensor_passthrough.toml", by_name, by_method)
-    return ApiTable(by_name, by_method, frozenset(namespaces), aliases, passthrough)
+    by_base_target: dict[str, ApiRecord] = {}
+    for rec in by_name.values():
+        if rec.base and rec.target and not rec.target.startswith("."):
+            by_base_target.setdefault(rec.target.lstrip("@"), rec)
+    return ApiTable(by_name, by_method, frozenset(namespaces), aliases, passthrough, by_base_target)
 
 
 @functools.lru_cache(maxsize=None)

@@ -953,7 +953,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         if not indices:
             return stmts, []
         written = set().union(*(writes(s) for s in stmts)) if stmts else set()
-        hoisted: dict[str, tuple[str, str]] = {}   # code -> (name, code)
+        hoisted: dict[str, str] = {}   # code -> the name it is computed into
         uses: dict[str, int] = {}
 
         outer = self
@@ -961,9 +961,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         class _Hoist(cst.CSTTransformer):
             def _name(self, code: str, base: str) -> cst.Name:
                 if code not in hoisted:
-                    hoisted[code] = (outer.fresh(f"{base.lower()}_batch"), code)
+                    hoisted[code] = outer.fresh(f"{base.lower()}_batch")
                 uses[code] = uses.get(code, 0) + 1
-                return cst.Name(hoisted[code][0])
+                return cst.Name(hoisted[code])
 
             def leave_Subscript(self, original, updated):
                 base = updated.value
@@ -982,7 +982,7 @@ class TrainingLoopPass(cst.CSTTransformer):
                         and isinstance(original.args[0].value, cst.Subscript)):
                     return updated
                 inner = outer._code(original.args[0].value)
-                if hoisted.get(inner, ("",))[0] != updated.args[0].value.value:
+                if hoisted.get(inner) != updated.args[0].value.value:
                     return updated
                 if any(names(a.value)[0] for a in updated.args[1:]):
                     return updated   # dtype=x.dtype: depends on values of the step
@@ -990,11 +990,10 @@ class TrainingLoopPass(cst.CSTTransformer):
                 code = outer._code(original)
                 if not uses[inner] and code not in hoisted:   # its name goes to the tensor
                     hoisted[code] = hoisted.pop(inner)
-                    hoisted[code] = (hoisted[code][0], code)
                 return self._name(code, original.args[0].value.value.value)
 
         new = [s.visit(_Hoist()) for s in stmts]
-        return new, [self._stmt(f"{name} = {code}") for code, (name, _) in hoisted.items() if uses.get(code)]
+        return new, [self._stmt(f"{name} = {code}") for code, name in hoisted.items() if uses.get(code)]
 
     def _prepares_data(self, stmt) -> bool:
         """A statement that only moves, slices or draws data: no call but builtins, torch

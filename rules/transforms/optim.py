@@ -6,6 +6,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
+from msmigrate.rules.generated import cells
 from msmigrate.rules.training_loop import _ParameterHolders, prefix_statement, prefixed_networks
 
 
@@ -15,8 +16,8 @@ class _TrainableParams(cst.CSTTransformer):
 
     def leave_Call(self, original, updated):
         func = updated.func
-        if isinstance(func, cst.Name) and len(updated.args) == 1 and func.value in (
-                "msmigrate_parameters", "msmigrate_named_parameters"):   # models.parameters' rewrites
+        if isinstance(func, cst.Name) and len(updated.args) == 1 and func.value in cells.NAMES:
+            # models.parameters' rewrites of m.parameters() / m.named_parameters()
             cell = updated.args[0].value
             if func.value == "msmigrate_parameters":
                 return cst.Call(cst.Attribute(cell, cst.Name("trainable_params")), [])
