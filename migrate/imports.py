@@ -133,14 +133,17 @@ class ImportPlan:
 
     # --- applying the plan -------------------------------------------------------------
     def apply(self, module: cst.Module) -> cst.Module:
+        wanted = self._wanted_definitions(module) if self.definitions else set()
         used = self._used_names(module)
+        for name in wanted:   # a generated class may name an import the file's own code does not
+            used |= {n.id for n in ast.walk(ast.parse(self.definitions[name])) if isinstance(n, ast.Name)}
         needed = {b: c for b, c in self.needed.items() if b in used}
         remover = _RemoveUnusedSourceImports(used, self.may_import)
         module = module.visit(remover)
         new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
                      for code in sorted(set(needed.values()), key=_import_order)]
-        if self.definitions:
-            module = self._define_after_imports(module)
+        if wanted:
+            module = self._define_after_imports(module, wanted)
         moved = remover.first_top_level_leading
         if not new_stmts:
             if moved is None or all(line.comment is None for line in moved):
@@ -161,26 +164,27 @@ class ImportPlan:
         return module.with_changes(body=body)
 
 
-    def _define_after_imports(self, module: cst.Module) -> cst.Module:
-        """The generated functions, after the file's leading block of imports."""
+    def _wanted_definitions(self, module: cst.Module) -> set[str]:
+        """The generated definitions the code still calls (a later rewrite may have replaced a
+        call), and those they call, derive from or pass on (`class msmigrate_TanhTransform(
+        msmigrate_Transform):`, `ops.partial(msmigrate_adam_step, ...)`)."""
+        text, wanted = module.code, set()
+        while True:
+            more = {name for name in self.definitions if name not in wanted
+                    and re.search(rf"\b{name}\(|[(,]\s*{name}\s*[,)]", text)}
+            if not more:
+                return wanted
+            wanted |= more
+            text = "\n".join(self.definitions[name] for name in more)
+
+    def _define_after_imports(self, module: cst.Module, wanted: set[str]) -> cst.Module:
+        """The generated definitions `wanted`, after the file's leading block of imports."""
         body = list(module.body)
         at = _after_docstring_and_future(body)
         while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) \
                 and isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)):
             at += 1
         two_blank = [cst.EmptyLine(), cst.EmptyLine()]
-        # only those the code still calls (a later rewrite may have replaced a call), and those they
-        # call or derive from (`class msmigrate_TanhTransform(msmigrate_Transform):`)
-        text, wanted = module.code, set()
-        while True:
-            more = {name for name in self.definitions if name not in wanted
-                    and re.search(rf"\b{name}\(|\({name}\)", text)}
-            if not more:
-                break
-            wanted |= more
-            text = "\n".join(self.definitions[name] for name in more)
-        if not wanted:
-            return module
         defs = [cst.parse_statement(code, config=module.config_for_parsing).with_changes(leading_lines=two_blank)
                 for name, code in self.definitions.items() if name in wanted]
         if at < len(body):

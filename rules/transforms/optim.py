@@ -7,6 +7,7 @@ import libcst as cst
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
 from msmigrate.rules.generated import cells
+from msmigrate.rules.transforms.common import generated_text
 from msmigrate.rules.training_loop import _ParameterHolders, prefix_statement, prefixed_networks
 
 
@@ -106,21 +107,41 @@ def _is_zero(node) -> bool:
 
 
 def adam(site):
-    """torch Adam == eoptim.AdamW(weight_decay=0.0) (eoptim.Adam scales eps by the bias
-    correction). torch's weight_decay in Adam is an L2 term added to the gradient (unless
-    decoupled_weight_decay=True, which is AdamW)."""
-    target = site.record.target
-    wd = site.arg("weight_decay")
-    decoupled = site.arg("decoupled_weight_decay")
+    """torch Adam / AdamW -> msmigrate_Adam (rules/generated/optimizers.py): torch's update on
+    MindSpore's fused Adam kernel, weight decay coupled (Adam: an L2 term in the gradient) or
+    decoupled (AdamW). amsgrad=True, which the kernel lacks, and a file whose names hide
+    MindSpore's keep eoptim.AdamW (whose Adam scales eps by the bias correction)."""
+    decoupled = site.record.torch.endswith("AdamW")
     try:
-        decoupled_value = site.literal("decoupled_weight_decay", False)
+        amsgrad = site.literal("amsgrad", False)
+        if not decoupled:
+            decoupled = bool(site.literal("decoupled_weight_decay", False))
     except ValueError:
-        raise Unconvertible("decoupled_weight_decay= is not a literal: Adam (L2) or AdamW (decoupled)?",
+        raise Unconvertible("amsgrad= or decoupled_weight_decay= is not a literal: which update?",
                             "manual") from None
-    args = site.standard_args(skip=("weight_decay",))
-    if decoupled is not None and decoupled_value:
-        args.append(kwarg("weight_decay", wd if wd is not None else cst.Float("0.0")))
+    fused = generated_text(site, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam") \
+        if not amsgrad else None
+    if fused is None:
+        return _eoptim_adamw(site, decoupled)
+    args = site.standard_args(skip=("amsgrad", "decoupled_weight_decay"))
+    if decoupled:
+        if not site.has("weight_decay"):
+            args.append(kwarg("weight_decay", cst.Float("0.01")))
+        args.append(kwarg("decoupled_weight_decay", cst.Name("True")))
+    return site.call(fused, args)
+
+
+def _eoptim_adamw(site, decoupled: bool):
+    """torch Adam == eoptim.AdamW(weight_decay=0.0) (eoptim.Adam scales eps by the bias
+    correction); torch Adam's weight_decay, an L2 term added to the gradient, is left to the user."""
+    target = "mindspore.experimental.optim.AdamW"
+    if decoupled:
+        args = site.standard_args(skip=("decoupled_weight_decay",))
+        if site.record.torch.endswith(".Adam") and not site.has("weight_decay"):
+            args.append(kwarg("weight_decay", cst.Float("0.0")))   # torch Adam's default, not AdamW's
         return site.call(target, args)
+    wd = site.arg("weight_decay")
+    args = site.standard_args(skip=("weight_decay", "decoupled_weight_decay"))
     args.append(kwarg("weight_decay", cst.Float("0.0")))
     if wd is not None and not _is_zero(wd):
         w = site.code(wd)
