@@ -717,7 +717,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
         eff = [effects(s) for s in pre]
-        while chosen and self._prepares_data(pre[chosen[0]]) and \
+        leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o])
+        while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
                 not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
@@ -995,10 +996,12 @@ class TrainingLoopPass(cst.CSTTransformer):
         new = [s.visit(_Hoist()) for s in stmts]
         return new, [self._stmt(f"{name} = {code}") for code, name in hoisted.items() if uses.get(code)]
 
-    def _prepares_data(self, stmt) -> bool:
+    def _prepares_data(self, stmt, leaves: set[str] = frozenset()) -> bool:
         """A statement that only moves, slices or draws data: no call but builtins, torch
-        functions, NumPy / `random` draws and methods of the loop's own values (`x.to(device)`,
-        `X[i:i + 16]`, `h.detach()`, `z = Tensor(np.random.normal(0, 1, (n, d)))`)."""
+        functions, NumPy / `random` draws, methods of the loop's own values (`x.to(device)`,
+        `X[i:i + 16]`, `h.detach()`, `z = Tensor(np.random.normal(0, 1, (n, d)))`) and functions
+        of this file that name none of the trained networks `leaves` (`x, y = random_batch()`:
+        inside the compiled step its NumPy draws would be frozen at compile time)."""
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
         loop = self.loops[-1][0] if self.loops[-1] else None
@@ -1010,6 +1013,9 @@ class TrainingLoopPass(cst.CSTTransformer):
             def visit_Call(v, node: cst.Call) -> None:
                 func = node.func
                 if isinstance(func, cst.Name) and func.value in _BUILTINS:
+                    return
+                if isinstance(func, cst.Name) and func.value in self._functions() and leaves \
+                        and not self._names_network(node, leaves):
                     return
                 q = self._q(func)
                 # torch's tensor functions, NumPy, `random`: data, never the network
