@@ -275,7 +275,24 @@ def _trainable(site, expr: cst.BaseExpression) -> cst.BaseExpression:
         return expr
     if not trainable:
         return expr
+    name = _leaf_name(site)
+    if name is not None:   # a Parameter is known by its name (checkpoints, parameter lists)
+        return site.expr("{P}({e}, name={n})", P="@mindspore.Parameter", e=expr, n=cst.SimpleString(repr(name)))
     return site.expr("{P}({e})", P="@mindspore.Parameter", e=expr)
+
+
+def _leaf_name(site) -> str | None:
+    """`w` of `w = torch.zeros(3, requires_grad=True)`: the factory is the whole value bound to a
+    plain name (a Cell names the Parameters of its attributes itself)."""
+    stmt = site.statement
+    name = site.assigned_name
+    if name is None or "." in name:
+        return None
+    value = stmt.body[0].value
+    if not (isinstance(value, cst.Call) and isinstance(site.node, cst.Call) and len(value.args) == len(site.node.args)
+            and dotted(value.func) is not None and dotted(value.func).rsplit(".", 1)[-1] == site.qualname.rsplit(".", 1)[-1]):
+        return None
+    return name
 
 
 @_calls()
