@@ -32,6 +32,7 @@ import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve
+from msmigrate.rules.bare_tensors import AfterBackward, NotFaithful, TrainableTensors, grad_touched, grad_uses, zeroed
 from msmigrate.rules.generated import cells
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -311,6 +312,11 @@ class _PythonObjects(cst.CSTVisitor):
             self.names.update(dotted(t.target) for t in node.targets if dotted(t.target))
 
 
+def _jumps(stmts: list) -> bool:
+    """Whether these statements may leave the block early (continue, break, return, raise)."""
+    return any(isinstance(n, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for s in stmts for n in _walk(s))
+
+
 def _walk(node):
     yield node
     for child in node.children:
@@ -354,6 +360,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self._module_scan = None   # _ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
+        self._trainable = None     # TrainableTensors of the module, built when first needed
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
 
     def on_visit(self, node) -> bool:
@@ -700,6 +707,13 @@ class TrainingLoopPass(cst.CSTTransformer):
                                      f"{why}: convert this step by hand")
                 return body
         if step is None:
+            step = self._bare_step(body, b, call, post)
+            if isinstance(step, str):
+                body[b] = self._flag(backward_stmt, "manual", step)
+                return body
+            if step is not None:
+                pre = [s for s in pre if id(s) not in step["cleared"]]
+        if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
                                  "with ms.value_and_grad")
@@ -717,8 +731,9 @@ class TrainingLoopPass(cst.CSTTransformer):
         if loss_stmt is not None and len(pre) in chosen:
             chosen.remove(len(pre))
         eff = [effects(s) for s in pre]
-        leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o])
-        while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
+        trained = set(step.get("tensors", ()))   # a statement computing with them is no data
+        leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o]) | trained
+        while chosen and self._prepares_data(pre[chosen[0]], leaves) and not (reads(pre[chosen[0]]) & trained) and \
                 not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
@@ -765,6 +780,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
         # is no jit argument)
         per_object = self._binding_loop(step["optimizer"]) if "optimizer" in step else None
+        # the trained tensors are read by forward_fn where they live, never passed to it
+        inputs = [n for n in inputs if n not in step.get("tensors", ())]
         if per_object is not None:
             inputs = [n for n in inputs if n not in _target_names(per_object.target)]
         if per_object is None and not self.loops[-1]:
@@ -783,7 +800,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
         self._pass_on_arguments([names["forward"], names["step"]], inputs)
-        if python_object is not None:
+        if python_object is not None and step["kind"] != "bare":
             defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
         renames = list(renames) + self._renames([o for o in (step.get("optimizer"), *step.get("others", ())) if o],
                                                 slice_stmts + ([loss_stmt] if loss_stmt else []))
@@ -806,6 +823,11 @@ class TrainingLoopPass(cst.CSTTransformer):
 
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
+        if step["kind"] == "bare":   # nothing compiled: built once, before the outermost loop
+            if loop is not None:
+                self.pending.setdefault(id(loop), []).extend(defs)
+                return new_body
+            return defs + new_body
         if per_object is not None:
             cache = self.fresh("train_steps")
             bound = sorted(_target_names(per_object.target), key=self._code(per_object.target).find)
@@ -865,7 +887,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         """(name, statement) when a value passed into the step was computed by calling the network
         outside it (earlier in the loop body or in an enclosing block): differentiating the
         step would see it as a constant. None when no input comes from the network."""
-        if not inputs:
+        if not inputs or step["kind"] == "bare":
             return None
         if self._holder_scan is None:
             self._holder_scan = _ParameterHolders()
@@ -1260,6 +1282,80 @@ class TrainingLoopPass(cst.CSTTransformer):
             return None
         return {"param": stmt.target.value, "model": self._code(stmt.iter.func.value), "loop": stmt}
 
+    # ---- tensors trained by hand (rules/bare_tensors.py) -----------------------------------
+    def _trainable_tensors(self) -> dict:
+        if self._trainable is None:
+            self._trainable = TrainableTensors(dict(self.ctx.names.imports))
+            self.module.visit(self._trainable)
+        return self._trainable.bindings
+
+    def _bare_step(self, body: list, b: int, call, post: list):
+        """A backward pass whose gradients the program reads from tensors it made with
+        requires_grad=True (`w -= lr * w.grad` under no_grad, `w.data = w.data - lr * w.grad`,
+        `print(w.grad)`): a dict describing the step (the statements after the backward pass
+        rewritten), a reason it cannot be converted faithfully, or None (no such tensor)."""
+        tensors = self._trainable_tensors()
+        touched = {t for s in post for t in grad_touched(s, tensors)}
+        if not touched:
+            return None
+        order = [t for t in tensors if t in touched]   # creation order
+        cleared = {t: [i for i, s in enumerate(body) if zeroed(s, {t: 0}) == t] for t in order}
+        why = self._bare_refusal(body, b, call, order, cleared)
+        if why is not None:
+            return why
+        # each backward pass starts from zero when the block clears the gradient before it, or
+        # after it with no jump out of the block in between (else the clearing is emulated)
+        fresh = {t: any(i < b or not _jumps(body[b + 1:i]) for i in cleared[t]) for t in order}
+        if not self.loops[-1]:
+            # run once: the gradient is the first one torch computes when this is its only backward pass
+            once = isinstance(self.funcs[-1], cst.Module) and \
+                len(re.findall(r"\.backward\(", self.module.code)) == 1
+            if not all(fresh.values()) and not once:
+                t = next(t for t in order if not fresh[t])
+                where = (f"calls of {self.funcs[-1].name.value}()" if isinstance(self.funcs[-1], cst.FunctionDef)
+                         else "the file's backward passes")
+                return (f"{t}.grad adds up across {where} (no {t}.grad.zero_() in this block), which this "
+                        f"conversion does not follow: clear it after each update, or convert this step by hand")
+            fresh = dict.fromkeys(order, True)
+        elif isinstance(self.funcs[-1], cst.FunctionDef):
+            own = writes(self.funcs[-1].body)
+            for t in order:
+                if not fresh[t] and t not in own:
+                    return (f"{t}.grad adds up across calls of {self.funcs[-1].name.value}() (no "
+                            f"{t}.grad.zero_() in this block), which this conversion does not follow: "
+                            f"clear it after each update, or convert this step by hand")
+        grads = {t: self.fresh(f"{t}_grad") for t in order}
+        try:   # a dry run first: a refusal must leave no MindSpore import behind
+            AfterBackward(grads, fresh, cst.parse_statement, lambda q: q.rsplit(".", 1)[-1],
+                          self._is_no_grad).rewrite(post)
+        except NotFaithful as exc:
+            return f"{exc}: convert this step by hand with ms.value_and_grad"
+        after = AfterBackward(grads, fresh, self._stmt, self._ref, self._is_no_grad).rewrite(post)
+        return {"kind": "bare", "tensors": order, "grads": grads, "fresh": fresh, "before": [], "after": after,
+                "cleared": {id(body[i]) for t in order if fresh[t] for i in cleared[t] if i < b}}
+
+    def _bare_refusal(self, body: list, b: int, call, tensors: list[str], cleared: dict) -> str | None:
+        """Why the gradients of these tensors cannot be taken in this block's step, or None."""
+        if call.args:
+            return (f"backward({self._code(call.args[0].value)}...) with arguments on tensors trained by hand: "
+                    f"convert this step by hand with ms.value_and_grad")
+        loop = self.loops[-1][0] if self.loops[-1] else None
+        inside = {id(n) for n in _walk(loop)} if loop is not None else set()
+        in_block = sum((grad_uses(s, tensors) for s in body), Counter())
+        everywhere = grad_uses(self.module, tensors)
+        for t in tensors:
+            if any(id(a) in inside for a in self._trainable_tensors()[t]):
+                return (f"{t} is made again inside the training loop (line {self._pos(loop)[0]}): its gradient "
+                        f"is taken w.r.t. the tensor of each pass; convert this step by hand")
+            if everywhere[t] != in_block[t]:
+                return (f"{t}.grad is read outside the block of its backward pass, where MindSpore keeps no "
+                        f"gradient on the tensor: convert this step by hand with ms.value_and_grad")
+            ahead = [s for i, s in enumerate(body[:b]) if t in grad_touched(s, {t: 0}) and i not in cleared[t]]
+            if ahead:
+                return (f"{t}.grad is read before the backward pass (line {self._pos(ahead[0])[0]}): convert "
+                        f"this step by hand with ms.value_and_grad")
+        return None
+
     # ---- code generation -----------------------------------------------------------------
     def _generate(self, step, names, slice_stmts, loss_stmt, loss_name, inputs, outputs, post, scaler):
         ms_ = lambda q: self._ref(q)  # noqa: E731
@@ -1273,6 +1369,8 @@ class TrainingLoopPass(cst.CSTTransformer):
         forward = forward.with_changes(body=forward.body.with_changes(body=[*body_stmts, *forward.body.body]))
         if step.get("others"):
             return self._generate_union(step, names, forward, loss_name, inputs, outputs, post)
+        if step["kind"] == "bare":
+            return self._generate_bare(step, names, forward, loss_name, inputs, outputs)
 
         if step["kind"] == "manual":
             params = self.fresh("params")
@@ -1362,6 +1460,30 @@ class TrainingLoopPass(cst.CSTTransformer):
                                                      body=if_stmt.body.with_changes(body=rest)))
         new_post += step["after"]
         return defs, call_stmts, new_post
+
+    def _generate_bare(self, step, names, forward, loss_name, inputs, outputs):
+        """`grad_fn = ms.value_and_grad(forward_fn, None, (w, b))` and, where the forward computation
+        was, `l, (w_grad, b_grad) = grad_fn(x)`. Uncompiled: the statements after the backward
+        pass read the gradients and update the tensors in torch's order, in Python. A gradient
+        torch adds up (no clear in the block) starts at zero before the loop and adds each step's."""
+        tensors, grads, fresh = step["tensors"], step["grads"], step["fresh"]
+        wrt = f"({', '.join(tensors)}{',' if len(tensors) == 1 else ''})"
+        grad = self._stmt(f"{names['grad']} = {self._ref('mindspore.value_and_grad')}({names['forward']}, None, "
+                          f"{wrt}{', has_aux=True' if outputs else ''})")
+        totals = [self._stmt(f"{grads[t]} = {self._ref('mindspore.ops.zeros_like')}({t})")
+                  for t in tensors if not fresh[t]]
+        defs = [forward, grad, *totals]
+        defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
+        value = f"({', '.join([loss_name, *outputs])})" if outputs else loss_name
+        args = ", ".join(inputs)
+        if all(fresh.values()):
+            names_ = ", ".join(grads[t] for t in tensors) + ("," if len(tensors) == 1 else "")
+            return defs, [self._stmt(f"{value}, ({names_}) = {names['grad']}({args})")], step["after"]
+        g = self.fresh("grads")
+        call_stmts = [self._stmt(f"{value}, {g} = {names['grad']}({args})")]
+        call_stmts += [self._stmt(f"{grads[t]} = {g}[{i}]" if fresh[t] else f"{grads[t]} = {grads[t]} + {g}[{i}]")
+                       for i, t in enumerate(tensors)]
+        return defs, call_stmts, step["after"]
 
     def _as_jit_argument(self, name: str) -> str:
         """A step input that may be a Python list (`word, tag = data` over a list of
