@@ -425,6 +425,8 @@ def run_torch(rec: Record, script: str) -> None:
             rec.meta["training"] = {n: bool(m.training) for n, m in st["model"].named_modules()}
         if step == 1 and not st["nets"]:
             free_parameters()
+        if step == 1 and not st["nets"]:
+            free_tensors(self)
         before = [_grad_versions(net["params"]()) for net in st["nets"]]
         result = orig_backward(self, *args, **kwargs)
         for net, versions in zip(st["nets"], before):
@@ -455,6 +457,35 @@ def run_torch(rec: Record, script: str) -> None:
         st["nets"].append({"prefix": "", "module": None, "state": state, "params": lambda: list(params.items())})
         rec.meta.update(model_class=f"(the parameters of {len(opts)} optimizer{'s' if len(opts) > 1 else ''})",
                         init_keys=list(params), module_classes={}, free_parameters=len(opts))
+
+    def free_tensors(loss) -> None:
+        """No module and no optimizer: the program updates by hand the tensors it made with
+        requires_grad=True (`w -= lr * w.grad`). They are the leaves of the loss's graph, known by
+        the names the program gives them (the converted program's Parameters carry the same)."""
+        import inspect
+
+        leaves, seen, todo = [], set(), [loss.grad_fn]
+        while todo:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            if hasattr(fn, "variable"):
+                leaves.append(fn.variable)
+            todo.extend(f for f, _ in fn.next_functions)
+        named = {}
+        for frame in inspect.stack(0)[2:]:   # the program's frames, innermost first
+            for n, v in frame.frame.f_locals.items():
+                if any(v is leaf for leaf in leaves) and not any(v is x for x in named.values()):
+                    named.setdefault(n, v)
+        if not named or len(named) != len(leaves):
+            return
+        state = lambda: {n: p.detach().cpu().numpy().copy() for n, p in named.items()}  # noqa: E731
+        for k, v in state().items():
+            rec.arrays[f"init/{k}"] = v
+        st["nets"].append({"prefix": "", "module": None, "state": state, "params": lambda: list(named.items())})
+        rec.meta.update(model_class=f"(tensors trained by hand: {', '.join(named)})", init_keys=list(named),
+                        module_classes={}, free_tensors=list(named))
 
     torch.Tensor.backward = backward
     try:
@@ -523,7 +554,36 @@ def run_mindspore(rec: Record, script: str) -> None:
     def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, **kwargs):
         real = orig_vag(fn, grad_position, weights, has_aux, **kwargs)
         st["grad_fns"][id(real)] = (real, weights, grad_position)
+        if torch_meta.get("free_tensors") and weights is not None:
+            return by_hand(real, weights)
         return real
+
+    def by_hand(grad_fn, weights):
+        """torch updated tensors of its own by hand (see run_torch's free_tensors): each call of
+        the grad function is a step (the program updates the Parameters after it, in Python);
+        a step's state is taken when the next one starts, or when the program ends."""
+        def step_fn(*args, **kwargs):
+            step = len(rec.losses) + 1
+            flush_by_hand()
+            if step > rec.limit:
+                raise StopRun
+            if not st["ready"]:
+                params = [(p.name, p) for p in weights]
+                load_torch_weights(lambda: params, torch_meta["init_keys"], {})
+                rec.meta.update(model_class=f"(Parameters updated by hand: {', '.join(n for n, _ in params)})",
+                                dropout={}, training={})
+                st["ready"] = True
+            out = grad_fn(*args, **kwargs)
+            loss = _first_tensor(out, is_tensor)
+            rec.losses.append(float(loss.asnumpy().reshape(-1)[0]) if loss is not None and loss.size == 1 else None)
+            st["by_hand"] = step
+            return out
+
+        return step_fn
+
+    def flush_by_hand():
+        if st.get("by_hand") is not None:
+            rec.put_state(st.pop("by_hand"), state_of())
 
     ms.value_and_grad = value_and_grad
     ops.value_and_grad = value_and_grad
@@ -806,7 +866,10 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     ms.jit = jit
     # a train_step* left uncompiled (msmigrate convert's MSC109) is recorded the same way
-    _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
+    try:
+        _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
+    finally:
+        flush_by_hand()
 
 
 def _run_program(script: str, args=(), steps=None) -> None:
