@@ -87,6 +87,16 @@ def grad_touched(node, tensors) -> list[str]:
     return list(grad_uses(node, tensors))
 
 
+def clears(stmt, tensors) -> set[str]:
+    """The tensors whose gradient a statement clears every time it runs: zeroed() of the
+    statement, or of one in the body of a `with` statement."""
+    if isinstance(stmt, cst.With):
+        return set().union(*(clears(s, tensors) for s in stmt.body.body)) \
+            if isinstance(stmt.body, cst.IndentedBlock) else set()
+    found = zeroed(stmt, tensors)
+    return {found} if found else set()
+
+
 def zeroed(stmt, tensors) -> str | None:
     """The tensor whose gradient a statement `w.grad.zero_()` / `w.grad.data.zero_()` /
     `w.grad = None` (or `if w.grad is not None: w.grad.zero_()`) clears, else None."""
@@ -155,13 +165,23 @@ class AfterBackward:
                  no_grad: Callable) -> None:
         self.grads, self.fresh, self.parse, self.ref, self.is_no_grad = grads, fresh, parse, ref, no_grad
 
-    def rewrite(self, stmts: list) -> list:
+    def rewrite(self, stmts: list, later: list = (), no_grad: bool = False) -> list:
+        """The statements rewritten; `later`: what runs after them in the block (a `with`
+        statement's body is rewritten like the block around it)."""
         out = []
         for i, stmt in enumerate(stmts):
+            rest = [*stmts[i + 1:], *later]
             t = zeroed(stmt, self.grads)
-            if t is not None and self.fresh[t] and not any(t in grad_touched(s, self.grads) for s in stmts[i + 1:]):
+            if t is not None and self.fresh[t] and not any(t in grad_touched(s, self.grads) for s in rest):
                 continue   # the next backward pass starts from zero anyway
-            out.append(self._statement(stmt, no_grad=False))
+            if isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
+                self._check_writes(stmt)
+                body = self.rewrite(list(stmt.body.body), rest, no_grad or self.is_no_grad(stmt))
+                if body:   # `with torch.no_grad(): w.grad.zero_()` alone goes
+                    out.append(stmt.with_changes(items=[item.visit(_Reads(self.grads)) for item in stmt.items],
+                                                 body=stmt.body.with_changes(body=body)))
+                continue
+            out.append(self._statement(stmt, no_grad))
         return out
 
     # ---- statements ------------------------------------------------------------------

@@ -32,7 +32,8 @@ import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve
-from msmigrate.rules.bare_tensors import AfterBackward, NotFaithful, TrainableTensors, grad_touched, grad_uses, zeroed
+from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
+                                          zeroed)
 from msmigrate.rules.generated import cells
 
 OPTIMIZER_PREFIX = "torch.optim."
@@ -1299,13 +1300,13 @@ class TrainingLoopPass(cst.CSTTransformer):
         if not touched:
             return None
         order = [t for t in tensors if t in touched]   # creation order
-        cleared = {t: [i for i, s in enumerate(body) if zeroed(s, {t: 0}) == t] for t in order}
+        cleared = {t: [i for i, s in enumerate(body) if t in clears(s, {t: 0})] for t in order}
         why = self._bare_refusal(body, b, call, order, cleared)
         if why is not None:
             return why
         # each backward pass starts from zero when the block clears the gradient before it, or
         # after it with no jump out of the block in between (else the clearing is emulated)
-        fresh = {t: any(i < b or not _jumps(body[b + 1:i]) for i in cleared[t]) for t in order}
+        fresh = {t: any(i < b or not _jumps(body[b + 1:i + 1]) for i in cleared[t]) for t in order}
         if not self.loops[-1]:
             # run once: the gradient is the first one torch computes when this is its only backward pass
             once = isinstance(self.funcs[-1], cst.Module) and \
@@ -1314,13 +1315,13 @@ class TrainingLoopPass(cst.CSTTransformer):
                 t = next(t for t in order if not fresh[t])
                 where = (f"calls of {self.funcs[-1].name.value}()" if isinstance(self.funcs[-1], cst.FunctionDef)
                          else "the file's backward passes")
-                return (f"{t}.grad adds up across {where} (no {t}.grad.zero_() in this block), which this "
+                return (f"{t}.grad may add up across {where} (no {t}.grad.zero_() in this block), which this "
                         f"conversion does not follow: clear it after each update, or convert this step by hand")
             fresh = dict.fromkeys(order, True)
         elif isinstance(self.funcs[-1], cst.FunctionDef):
-            own = writes(self.funcs[-1].body)
+            inside = {id(n) for n in _walk(self.funcs[-1])}
             for t in order:
-                if not fresh[t] and t not in own:
+                if not fresh[t] and not any(id(a) in inside for a in self._trainable_tensors()[t]):
                     return (f"{t}.grad adds up across calls of {self.funcs[-1].name.value}() (no "
                             f"{t}.grad.zero_() in this block), which this conversion does not follow: "
                             f"clear it after each update, or convert this step by hand")
@@ -1332,7 +1333,8 @@ class TrainingLoopPass(cst.CSTTransformer):
             return f"{exc}: convert this step by hand with ms.value_and_grad"
         after = AfterBackward(grads, fresh, self._stmt, self._ref, self._is_no_grad).rewrite(post)
         return {"kind": "bare", "tensors": order, "grads": grads, "fresh": fresh, "before": [], "after": after,
-                "cleared": {id(body[i]) for t in order if fresh[t] for i in cleared[t] if i < b}}
+                "cleared": {id(body[i]) for t in order if fresh[t] for i in cleared[t]
+                            if i < b and zeroed(body[i], {t: 0}) == t}}
 
     def _bare_refusal(self, body: list, b: int, call, tensors: list[str], cleared: dict) -> str | None:
         """Why the gradients of these tensors cannot be taken in this block's step, or None."""
