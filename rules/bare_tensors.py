@@ -177,9 +177,10 @@ class AfterBackward:
             if isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock):
                 self._check_writes(stmt)
                 body = self.rewrite(list(stmt.body.body), rest, no_grad or self.is_no_grad(stmt))
-                if body:   # `with torch.no_grad(): w.grad.zero_()` alone goes
-                    out.append(stmt.with_changes(items=[item.visit(_Reads(self.grads)) for item in stmt.items],
-                                                 body=stmt.body.with_changes(body=body)))
+                if not body and self.is_no_grad(stmt):
+                    continue   # `with torch.no_grad(): w.grad.zero_()` alone goes
+                out.append(stmt.with_changes(items=[item.visit(_Reads(self.grads)) for item in stmt.items],
+                                             body=stmt.body.with_changes(body=body or [self.parse("pass")])))
                 continue
             out.append(self._statement(stmt, no_grad))
         return out
