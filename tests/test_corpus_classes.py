@@ -137,3 +137,33 @@ def test_batch_drawn_by_a_file_function_runs_before_the_compiled_step(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")])
     assert len(outs[0]) == 6 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
+
+
+@pytest.mark.framework
+def test_rows_sliced_per_index_and_stacked_become_one_gather(tmp_path):
+    """`torch.stack([data[i:i + block_size] for i in ix])` (a GPT's get_batch, kp-bigram): one
+    PyNative slice per row made an evaluation loop of 400 batches time out. Rows of a fixed
+    length become one gather; the values are torch's (1-D and 2-D data, offsets, a range)."""
+    src = ("import torch\n"
+           "data = torch.arange(100) * 3\n"
+           "table = torch.arange(60.0).reshape(20, 3)\n"
+           "block_size = 8\n"
+           "ix = torch.tensor([0, 5, 91, 17])\n"
+           "x = torch.stack([data[i:i+block_size] for i in ix])\n"
+           "y = torch.stack([data[i+1:i+block_size+1] for i in ix])\n"
+           "z = torch.stack([table[i:i + 4] for i in range(0, 16, 4)])\n"
+           "w = torch.stack([data[2 * i:2 * i + 4] for i in ix // 2])\n"
+           "for name, t in (('x', x), ('y', y), ('z', z), ('w', w)):\n"
+           "    print(name, tuple(t.shape), t.flatten().tolist())\n")
+    result = convert_source(src, "rows.py")
+    assert result.code.count(".reshape(-1, 1) + ops.arange(") == 3, result.code
+    assert "ops.stack([data[2 * i:2 * i + 4] for i in ix // 2])" in result.code   # not a fixed offset of i
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for name, code in (("torch_rows.py", src), ("ms_rows.py", result.code)):
+        (tmp_path / name).write_text(code)
+        proc = subprocess.run([sys.executable, name], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    assert len(outs[0]) == 4 and outs[0] == outs[1], outs

@@ -1123,3 +1123,66 @@ def matrix_rank(site):
                      "(2.220446049250313e-16 if A.dtype == {f64} else 1.1920928955078125e-07)).sum(-1).astype({i64}))"
                      "({svd}(A, compute_uv=False)))({a})", f64="@mindspore.float64", i64="@mindspore.int64",
                      svd="@mindspore.ops.svd", a=site.arg("input"))
+
+
+def stack(site):
+    """`torch.stack([data[i:i + n] for i in ix])` (a GPT's get_batch): one slice per row is one
+    PyNative op each (10-50 ms on CPU: an evaluation loop of such batches timed out), so rows of
+    a fixed length become one gather, `data[ix.reshape(-1, 1) + ops.arange(0, n)]`: the same rows
+    while every slice is within `data` (torch would shorten one that is not, then fail to stack)."""
+    gather = _rows_gather(site)
+    return gather if gather is not None else site.call(site.record.target)
+
+
+def _terms(expr) -> list:
+    """The operands of a chain of `+`."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and not expr.lpar:
+        return _terms(expr.left) + _terms(expr.right)
+    return [expr]
+
+
+def _offset(bound, index: str, site) -> str | None:
+    """`i + a + b` -> "a + b" ("0" for `i`); None unless `i` is one term of a sum."""
+    terms = _terms(bound)
+    at = [k for k, t in enumerate(terms) if isinstance(t, cst.Name) and t.value == index]
+    rest = [t for k, t in enumerate(terms) if k not in at]
+    if len(at) != 1 or any(_names(t, index) for t in rest):
+        return None
+    return " + ".join(site.code(t) for t in rest) or "0"
+
+
+def _names(node, name: str) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == name
+    return any(_names(child, name) for child in node.children)
+
+
+def _rows_gather(site) -> cst.BaseExpression | None:
+    rows = site.arg("tensors")
+    if not isinstance(rows, (cst.ListComp, cst.GeneratorExp)) or not _is_none(site.arg("out")):
+        return None
+    try:
+        if site.literal("dim", 0) != 0:
+            return None
+    except ValueError:
+        return None
+    loop, elt = rows.for_in, rows.elt
+    if loop.ifs or loop.inner_for_in is not None or loop.asynchronous is not None \
+            or not isinstance(loop.target, cst.Name):
+        return None
+    index = loop.target.value
+    if not (isinstance(elt, cst.Subscript) and len(elt.slice) == 1 and isinstance(elt.slice[0].slice, cst.Slice)):
+        return None
+    part = elt.slice[0].slice
+    if part.step is not None or part.lower is None or part.upper is None or _names(elt.value, index) \
+            or _names(loop.iter, index):
+        return None
+    start, stop = _offset(part.lower, index, site), _offset(part.upper, index, site)
+    if start is None or stop is None:
+        return None
+    ix = loop.iter
+    if isinstance(ix, cst.Call) and dotted(ix.func) == "range":
+        ix = site.expr("list({r})", r=ix)
+    return site.expr("{data}[{T}({ix}, {i64}).reshape(-1, 1) + {arange}(" + start + ", " + stop + ")]",
+                     data=elt.value, T="@mindspore.Tensor", ix=ix, i64="@mindspore.int64",
+                     arange="@mindspore.ops.arange")
