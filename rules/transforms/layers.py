@@ -91,8 +91,14 @@ def embedding_from_pretrained(site):
             kwarg("embedding_table", w)]
     freeze = site.arg("freeze", cst.Name("True"))
     if not (isinstance(freeze, cst.Name) and freeze.value == "False"):
-        site.flag("review", f"{site.qualname}: freeze={site.code(freeze)}: torch does not train this table; "
-                            f"set <embedding>.embedding_table.requires_grad = False")
+        # torch does not train a frozen table: neither do trainable_params() and the optimizer
+        frozen = "False" if isinstance(freeze, cst.Name) and freeze.value == "True" else \
+            f"not {site.code(freeze)}" if isinstance(freeze, (cst.Name, cst.Attribute)) else f"not ({site.code(freeze)})"
+        if site.assigned_name is not None:
+            site.after(f"{site.assigned_name}.embedding_table.requires_grad = {frozen}\n")
+        else:
+            site.flag("review", f"{site.qualname}: freeze={site.code(freeze)}: torch does not train this table; "
+                                f"set <embedding>.embedding_table.requires_grad = False")
     padding_idx = site.arg("padding_idx")
     if padding_idx is not None and not (isinstance(padding_idx, cst.Name) and padding_idx.value == "None"):
         site.flag("review", f"{site.qualname}: padding_idx: MindSpore zeroes that row of the given table "
