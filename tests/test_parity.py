@@ -171,6 +171,29 @@ def test_compare_dropout_rate_and_tiny_gradient_mask():
     assert not r["passed"] and r["first_divergence"]["kind"] == "dropout"
 
 
+def test_compare_pairs_sequential_children_added_by_name_by_position():
+    """`conv.add_module("drop", nn.Dropout(0.5))` converts to `conv.append(nn.Dropout(p=0.5))`,
+    which MindSpore names `conv.1`: the rate and the training mode are compared there (the
+    end-to-end program: fixtures/programs/train_sequential_add_module.py)."""
+    s = [{"fc.weight": [1.0]}]
+    classes = {"": "torch.nn.Sequential", "conv": "torch.nn.Sequential", "conv.lin": "torch.nn.Linear",
+               "conv.drop": "torch.nn.Dropout", "fc": "torch.nn.Linear"}
+
+    def records(mdrop, mtraining):
+        tmeta, tarr, mmeta, marr = _records([1.0], [1.0], s, s, tdrop={"conv.drop": 0.5}, mdrop=mdrop)
+        tmeta["module_classes"] = classes
+        tmeta["training"] = {"conv.drop": True}
+        mmeta["training"] = mtraining
+        return tmeta, tarr, mmeta, marr
+
+    r = compare(*records({"0.1": 0.5}, {"0.1": True}), Options())
+    assert r["passed"] and not r["config"], r["config"]
+    r = compare(*records({"0.1": 0.2}, {"0.1": True}), Options())
+    assert r["first_divergence"]["kind"] == "dropout" and "p=0.2" in r["first_divergence"]["detail"]
+    r = compare(*records({"0.1": 0.5}, {"0.1": False}), Options())
+    assert r["first_divergence"]["kind"] == "mode"
+
+
 def test_report_and_plot(tmp_path):
     s = [{"fc.weight": [1.0]}] * 2
     r = compare(*_records([1.0, 0.5], [1.0, 0.6], s, s), Options())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from msmigrate.weights import KeyMapping, map_keys, positional_fallback
+from msmigrate.weights import KeyMapping, map_keys, positional_fallback, sequential_positions
 
 
 class ParityError(RuntimeError):
@@ -98,9 +98,28 @@ def network_mappings(tmeta: dict, mmeta: dict) -> tuple[dict[str, KeyMapping], l
     return mappings, dropped
 
 
+def positional_names(tmeta: dict) -> dict[str, str]:
+    """torch module path (under its network's prefix) -> the path of the same child in MindSpore
+    when the children of an nn.Sequential are named by position (added by name with add_module,
+    converted to SequentialCell.append): `conv.dropout_2` -> `conv.4`."""
+    nets = [{"prefix": "", "module_classes": tmeta.get("module_classes", {})}, *tmeta.get("networks", [])]
+    return {net["prefix"] + k: net["prefix"] + v for net in nets
+            for k, v in sequential_positions(net["module_classes"]).items() if k}
+
+
+def _ms_name(name: str, present, positions: dict[str, str]) -> str:
+    """The MindSpore name of torch's module `name`: the same name when MindSpore has it, else its
+    positional name (see positional_names) when MindSpore has that one."""
+    if name in present:
+        return name
+    alt = positions.get(name)
+    return alt if alt is not None and alt in present else name
+
+
 def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> dict:
     rtol, atol = opts.rtol, opts.atol
     mappings, dropped = network_mappings(tmeta, mmeta)
+    positions = positional_names(tmeta)
     result: dict = {"tolerance": {"rtol": rtol, "atol": atol}, "steps": [], "config": []}
 
     # settings that the run itself cannot show, because dropout is off in both runs
@@ -109,9 +128,11 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         if net["prefix"] in mmeta.get("networks", {}):
             tdrop.update({net["prefix"] + k: p for k, p in net.get("dropout", {}).items()})
     for name, p in tdrop.items():
-        q = mdrop.get(name)
+        q = mdrop.get(_ms_name(name, mdrop, positions))
         if q is None:  # a MindSpore layer may hold its dropout in a sub-cell (nn.LSTM's)
-            q = next((v for k, v in mdrop.items() if k.startswith(f"{name}.")), None if p > 0 else 0.0)
+            owners = {name, positions.get(name, name)}
+            q = next((v for k, v in mdrop.items() if any(k.startswith(f"{o}.") for o in owners)),
+                     None if p > 0 else 0.0)
         if q is None:
             result["config"].append({"kind": "dropout", "name": name, "detail": f"torch Dropout(p={p:g}) "
                                      "has no MindSpore Dropout cell of the same name"})
@@ -125,7 +146,8 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
                                      f"{net['prefix'].rstrip('.')}); no MindSpore Cell of its parameter shapes "
                                      f"was found at its rank ({net['rank']}) in creation order"})
     tmode, mmode = tmeta.get("training", {}), mmeta.get("training", {})
-    wrong_mode = [n for n, t in tmode.items() if n in mmode and mmode[n] != t]
+    wrong_mode = [n for n, t in tmode.items() if _ms_name(n, mmode, positions) in mmode
+                  and mmode[_ms_name(n, mmode, positions)] != t]
     if wrong_mode:
         t = tmode[wrong_mode[0]]
         result["config"].append({"kind": "mode", "name": wrong_mode[0] or "(model)", "names": wrong_mode,
@@ -198,7 +220,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         result["grads"] = rows
         bad = [g for g in rows if not g["ok"]]
         result["worst_grad"] = max(bad, key=lambda g: g["rel"] if g["rel"] is not None else float("inf"))["name"] if bad else None
-        result["activations"] = _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol)
+        result["activations"] = _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol, positions)
         bad = [a for a in result["activations"] if not a["ok"]]
         result["first_bad_activation"] = bad[0]["name"] if bad else None
         # the first layer whose step-1 output differs is a better pointer than a later loss
@@ -222,9 +244,10 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
     return result
 
 
-def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol) -> list[dict]:
+def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol, positions=None) -> list[dict]:
     """Outputs of each layer during the first forward, in torch call order, matched by layer
-    name (the n-th call of a layer in torch with its n-th call in MindSpore)."""
+    name (the n-th call of a layer in torch with its n-th call in MindSpore; a child of a
+    Sequential MindSpore names by position under that name)."""
     def by_name(meta, arrays):
         seen: dict[str, list] = {}
         for i, a in enumerate(meta.get("activations", [])):
@@ -238,7 +261,7 @@ def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol) -> list[dict]:
         k = count.get(a["name"], 0)
         count[a["name"]] = k + 1
         ref = tarr.get(f"act/{i}")
-        cand = mseen.get(a["name"], [])
+        cand = mseen.get(_ms_name(a["name"], mseen, positions or {}), [])
         if k >= len(cand) or ref is None or cand[k][1] is None:
             continue
         cls, got = cand[k]
