@@ -46,6 +46,10 @@ def format_text(r: dict) -> str:
                      f"{rp.get('same', 0)} identical" + (f", {len(rp['mismatch'])} of other shape (not replayed)" if rp.get("mismatch") else ""))
     else:
         lines.append("batches: no torch DataLoader; both programs produce their own data")
+    if s.get("joined_backward"):
+        lines.append(f"steps: {s['joined_backward']} torch backward pass(es) of another line before the optimizer "
+                     "step joined to the one before (one update of their summed gradients: one MindSpore step "
+                     "on the sum of the losses)")
     lines.append("")
     lines.append(f"{'step':>5}  {'torch loss':>13}  {'mindspore loss':>14}  {'abs diff':>9}  {'rel diff':>9}  {'max param diff':>14}  ok")
     for row in r["steps"]:
@@ -56,7 +60,8 @@ def format_text(r: dict) -> str:
     lines.append("")
     lines.append(f"loss: max abs diff {r['max_abs_diff']:.3g}, max rel diff {r['max_rel_diff']:.3g} over "
                  f"{r['torch_steps']} steps (MindSpore ran {r['ms_steps']}); tolerance rtol={tol['rtol']:g} atol={tol['atol']:g}, "
-                 "applied to the loss and to every parameter and buffer after each step")
+                 "applied to the loss and to every parameter and buffer after each step "
+                 "(rtol times the tensor's largest magnitude)")
     if r.get("tiny_grad_elements"):
         parts = ", ".join(f"{n} ({k})" for n, k in r["tiny_grad_elements"].items())
         lines.append(f"not compared: parameter elements whose torch gradient was below 1e-5 of the step's "
@@ -79,7 +84,9 @@ def format_text(r: dict) -> str:
         lines.append("PASS: the MindSpore program matches torch at every step")
     else:
         where = f" at {f['name']}" if f.get("name") else ""
-        lines.append(f"FAIL: first divergence at step {f['step']}{where} ({f['kind']}): {f['detail']}")
+        # an inherent difference is still a difference: said as such, never as a pass
+        verdict = f"DIFFERS (inherent: {f['inherent']})" if f.get("inherent") else "FAIL"
+        lines.append(f"{verdict}: first divergence at step {f['step']}{where} ({f['kind']}): {f['detail']}")
     return "\n".join(lines) + "\n"
 
 

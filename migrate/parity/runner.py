@@ -6,9 +6,10 @@ SPEC holds {"framework": "torch" | "mindspore", "script", "out", "steps", "grads
 "args" (the script's own command line)}.
 The program runs unmodified through `runpy`; hooks record what the parity check compares:
 
-torch      every `Tensor.backward()` is one step: its loss, the batch most recently produced by a
-           DataLoader, the model state after the step (taken before the model's next forward, or
-           at the end), and for step 1 the gradients and every submodule's output. The model is
+torch      every `Tensor.backward()` is one step (one of another line before any optimizer step
+           joins the step before, its loss added): its loss, the batch most recently produced by a
+           DataLoader, the model state after the step (taken after its last optimizer step, else
+           before the model's next forward, or at the end), and for step 1 the gradients and every submodule's output. The model is
            the first module with parameters called from outside any other module; every other such
            module that is not part of it (a program training several networks side by side) is
            recorded too, under the prefix `#N.`, with its rank among the live top-level modules
@@ -16,7 +17,9 @@ torch      every `Tensor.backward()` is one step: its loss, the batch most recen
            parameters is called before the first backward) records its optimizers' parameters.
 mindspore  every call of a jitted function named `train_step*` defined in the program is one
            step (its first output is the loss); so is a call of an undecorated `train_step*`
-           (a step `msmigrate convert` left uncompiled, MSC109). Before step 1 the torch initial weights are
+           (a step `msmigrate convert` left uncompiled, MSC109). Its state is taken when it
+           returns, and again after each jitted `apply_*` (an optimizer applying its part of the
+           step's gradients). Before step 1 the torch initial weights are
            loaded into the network through the weight mapping (each further torch network into the
            live top-level Cell of the same rank among those of its shape, in creation order);
            batches recorded by torch replace
@@ -26,7 +29,8 @@ mindspore  every call of a jitted function named `train_step*` defined in the pr
 
 Dropout cannot draw the same masks in both frameworks: every Dropout layer and functional
 dropout is turned into the identity in both runs, and the configured rates are recorded so the
-comparison can still check them.
+comparison can still check them. Other random draws of the program's own code are recorded
+(torch side) so that a divergence they cause is named as such.
 """
 from __future__ import annotations
 
@@ -58,7 +62,8 @@ class Record:
     def put_state(self, step: int, state: dict[str, np.ndarray]) -> None:
         for name, arr in state.items():
             self.arrays[f"state/{step}/{name}"] = arr
-        self.meta["state_steps"].append(step)
+        if step not in self.meta["state_steps"]:
+            self.meta["state_steps"].append(step)
 
     def save(self, error: str | None = None) -> None:
         out = Path(self.spec["out"])
@@ -191,6 +196,19 @@ def _grad_versions(named_parameters) -> dict:
     in-place accumulation)."""
     return {n: (id(p.grad), p.grad._version) if p.grad is not None else None for n, p in named_parameters}
 
+
+def _program_file(filename: str) -> bool:
+    """A file of the program: the script or a module beside it."""
+    return os.path.dirname(os.path.realpath(filename)) == os.path.realpath(sys.path[0])
+
+
+# torch functions and Tensor methods that draw random numbers
+RANDOM_FUNCTIONS = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like",
+                    "bernoulli", "multinomial", "poisson")
+RANDOM_METHODS = ("normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+                  "cauchy_")
+
+
 # ---------------------------------------------------------------- torch
 def run_torch(rec: Record, script: str) -> None:
     import torch
@@ -203,10 +221,48 @@ def run_torch(rec: Record, script: str) -> None:
     from msmigrate.weights import load_rules, map_keys, public_torch_class
 
     is_tensor = torch.is_tensor
+    rec.meta["random_draws"] = []
+
+    def record_draw(name: str, args) -> None:
+        """A random draw of the program's own code: MindSpore's generator gives other numbers.
+        Not one of torch's own code, nor one that initializes weights (in a module's __init__,
+        or into a parameter: `m.weight.data.normal_(0, 0.02)`), which are copied anyway."""
+        frame = sys._getframe(2)
+        code = frame.f_code
+        if not _program_file(code.co_filename):
+            return
+        outer = frame
+        while outer is not None:
+            if outer.f_code.co_name == "__init__" and isinstance(outer.f_locals.get("self"), torch.nn.Module):
+                return
+            outer = outer.f_back
+        target = args[0] if args and torch.is_tensor(args[0]) and name.startswith("Tensor.") else None
+        if target is not None and (isinstance(target, torch.nn.Parameter) or target.data_ptr() in {
+                q.data_ptr() for m in _alive(created) if isinstance(m, tmodule.Module)
+                for q in m.parameters(recurse=False)}):
+            return
+        draws = rec.meta["random_draws"]
+        if len(draws) < 20:
+            draws.append({"call": name, "line": frame.f_lineno, "file": os.path.basename(code.co_filename),
+                          "step": len(rec.losses) + 1})
+
+    def drawing(name, function):
+        def draw(*args, **kwargs):
+            record_draw(name, args)
+            return function(*args, **kwargs)
+        return draw
+
+    for fname in RANDOM_FUNCTIONS:
+        if hasattr(torch, fname):
+            setattr(torch, fname, drawing(f"torch.{fname}", getattr(torch, fname)))
+    for mname in RANDOM_METHODS:
+        if hasattr(torch.Tensor, mname):
+            setattr(torch.Tensor, mname, drawing(f"Tensor.{mname}", getattr(torch.Tensor, mname)))
     # nets: every network recorded, {"prefix", "state" (name -> array), "params" (named parameters),
     # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
-          "names": {}, "acts_open": False, "nets": [], "checked": set(), "entry": None}
+          "names": {}, "acts_open": False, "nets": [], "checked": set(), "entry": None,
+          "opt_stepped": False, "sites": set()}
     rec.meta["networks"] = []
     created: list = []      # weak references to every module and optimizer, in creation order
     optimizers: list = []
@@ -262,13 +318,17 @@ def run_torch(rec: Record, script: str) -> None:
     def snapshot_pending():
         if st["pending"] is not None:
             stepped = st.pop("stepped", None)
+            if stepped is None:
+                stepped = st.pop("provisional", None)
             rec.put_state(st["pending"], stepped if stepped is not None else current_state())
             st["pending"] = None
+        st.pop("provisional", None)
 
     def after_optimizer_step(optimizer, args, kwargs):
         """The state right after the last optimizer step of a pending step, as the MindSpore
         side takes it when its compiled step returns: a checkpoint loaded or weights clipped
         before the next forward belong to the next step."""
+        st["opt_stepped"] = True
         if st["pending"] is not None and st["nets"]:
             st["stepped"] = current_state()
 
@@ -365,7 +425,13 @@ def run_torch(rec: Record, script: str) -> None:
             elif st["model"] is not None and id(module) not in st["checked"] and has_parameters(module):
                 maybe_add_network(module)
             if any(module is c for net in st["nets"] if net["module"] is not None for c in net["module"].modules()):
-                snapshot_pending()
+                if st["opt_stepped"] or not _alive(optimizers):
+                    snapshot_pending()
+                elif st["pending"] is not None and "provisional" not in st:
+                    # a forward before any optimizer step: the next backward pass tells whether it
+                    # still belongs to this step (a GAN's second discriminator loss, joined) or
+                    # starts the next (gradient accumulation), whose state is this one's
+                    st["provisional"] = current_state()
             if called is st["entry"]:
                 _record_input(rec, st["acts_open"], inputs, is_tensor, lambda t: t.detach().cpu().numpy().copy())
         st["depth"] += 1
@@ -404,6 +470,12 @@ def run_torch(rec: Record, script: str) -> None:
     orig_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        if (rec.losses and st["pending"] is not None and not st["opt_stepped"] and site not in st["sites"]
+                and _alive(optimizers)):
+            return joined_backward(self, site, *args, **kwargs)
+        st["opt_stepped"], st["sites"] = False, {site}
         step = len(rec.losses) + 1
         if step > rec.limit:
             snapshot_pending()
@@ -440,6 +512,33 @@ def run_torch(rec: Record, script: str) -> None:
                     rec.meta["grads"].append(name)
         if st["nets"]:
             st["pending"] = step
+        return result
+
+    def joined_backward(loss, site, *args, **kwargs):
+        """A further backward pass of another line before any optimizer step (`loss_a.backward();
+        loss_b.backward(); opt.step()`): the gradients add up into one update, which msmigrate
+        convert makes one step on the sum of the losses; so is it counted here."""
+        step = len(rec.losses)
+        st["sites"].add(site)
+        st.pop("provisional", None)
+        entry = scaled.pop(id(loss), None)
+        value = entry[1] if entry is not None and entry[0] is loss else loss
+        scaled.clear()
+        if rec.losses[-1] is not None:
+            rec.losses[-1] = rec.losses[-1] + float(value.detach().reshape(-1)[0]) if value.numel() == 1 else None
+        rec.meta["joined_backward"] = rec.meta.get("joined_backward", 0) + 1
+        before = [_grad_versions(net["params"]()) for net in st["nets"]]
+        result = orig_backward(loss, *args, **kwargs)
+        for net, versions in zip(st["nets"], before):
+            if net["prefix"] == "" or _grad_versions(net["params"]()) != versions:
+                # the mask of the summed gradients replaces the first pass's
+                for name, _ in net["params"]():
+                    rec.arrays.pop(f"noise/{step}/{net['prefix']}{name}", None)
+                _record_tiny_gradients(rec, step, net["params"](), net["prefix"])
+        if step == 1 and rec.spec.get("grads") and st["model"] is not None:
+            for name, p in st["model"].named_parameters():
+                if p.grad is not None:
+                    rec.arrays[f"grad/{name}"] = p.grad.detach().cpu().numpy().copy()
         return result
 
     def free_parameters() -> None:
@@ -824,10 +923,26 @@ def run_mindspore(rec: Record, script: str) -> None:
             return lambda f: jit(f, *jargs, **jkwargs)
         compiled = orig_jit(function, *jargs, **jkwargs)
         code = getattr(function, "__code__", None)
-        if (code is None or not function.__name__.startswith("train_step")
-                or os.path.realpath(code.co_filename) != script_file):
+        if code is None or os.path.realpath(code.co_filename) != script_file:
+            return compiled
+        if function.__name__.startswith("apply_"):
+            return applying(compiled)
+        if not function.__name__.startswith("train_step"):
             return compiled
         return recording(function, compiled)
+
+    def applying(compiled):
+        """An optimizer applying its part of the step's gradients after the step returned (several
+        optimizers after one backward pass: msmigrate convert's `apply_<optimizer>(grads)`): the
+        step's state is taken again after it, as torch's is after its last optimizer.step()."""
+        def applying_step(*args, **kwargs):
+            out = compiled(*args, **kwargs)
+            if rec.losses and st["ready"]:
+                rec.put_state(len(rec.losses), state_of())
+            return out
+
+        applying_step.__wrapped__ = compiled
+        return applying_step
 
     def recording(function, compiled):
         def recording_step(*args, **kwargs):
