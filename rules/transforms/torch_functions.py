@@ -1186,3 +1186,34 @@ def _rows_gather(site) -> cst.BaseExpression | None:
     return site.expr("{data}[{T}({ix}, {i64}).reshape(-1, 1) + {arange}(" + start + ", " + stop + ")]",
                      data=elt.value, T="@mindspore.Tensor", ix=ix, i64="@mindspore.int64",
                      arange="@mindspore.ops.arange")
+
+
+# ---- functions MindSpore 2.10 lacks on CPU: generated (rules/generated/functions.py) ----------
+
+def generated(site):
+    """rules/generated/functions.py's msmigrate_<torch name>, copied into the file (with the
+    functions it calls) and called with torch's arguments under torch's names; a bare reference
+    (`f = torch.fmin`) is that function too."""
+    from msmigrate.rules.generated import functions
+    from msmigrate.rules.transforms.common import generated as define
+    func = define(site, *_generated_needs(functions, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]))
+    if not site.is_call:
+        return func
+    if site.unbound:
+        raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
+                            "convert by hand", "review")
+    return site.call(func)
+
+
+def _generated_needs(module, name: str, seen=None) -> list:
+    """The function `name` of `module` after the module's msmigrate_* functions it calls."""
+    import inspect
+    import re
+    seen = [] if seen is None else seen
+    function = getattr(module, name)
+    for called in re.findall(r"\b(msmigrate_\w+)\(", inspect.getsource(function)):
+        if called != name and hasattr(module, called) and getattr(module, called) not in seen:
+            _generated_needs(module, called, seen)
+    if function not in seen:
+        seen.append(function)
+    return seen
