@@ -297,8 +297,29 @@ def _leaf_name(site) -> str | None:
 
 @_calls()
 def factory(site):
-    """A tensor factory whose arguments map one to one: requires_grad=True -> Parameter."""
+    """A tensor factory whose arguments map one to one: requires_grad=True -> Parameter. Literal
+    complex data without dtype is complex64 in torch (the default float32's complex), complex128
+    in MindSpore: the dtype is written."""
+    if "data" in site.bound and _is_none(site.arg("dtype")) and _has_complex(site.arg("data")):
+        site.bound.pop("dtype", None)
+        return _trainable(site, site.call(site.record.target, [*site.standard_args(),
+                                                               kwarg("dtype", site.ref("mindspore.complex64"))]))
     return _trainable(site, site.call(site.record.target))
+
+
+def _has_complex(node) -> bool:
+    try:
+        value = literal_value(node)
+    except ValueError:
+        return False
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, complex):
+            return True
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+    return False
 
 
 @_calls("size", "fill_value")
