@@ -241,6 +241,12 @@ def api_statuses(cases: list[Case]) -> dict[str, dict]:
         else:
             status, case = "unsupported", left[0]
             why = "not converted: the file keeps torch"
+            # the marker the converted file carries says why (MSC102/103/104), not MSC108's stop
+            reasons = [d for d in left[0].diagnostics if not d.startswith("MSC108")]
+            if reasons:
+                code, _, message = reasons[0].partition(" ")
+                head, sep, rest = message.partition(": ")
+                why = f"left as torch ({code}): {rest if sep and head.startswith('torch.') else message}"
         out[api] = dict(status=status, target=target.replace("mindspore.", "ms."), why=why, case=case.id,
                         cases=len(items))
     return out
