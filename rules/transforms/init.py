@@ -29,12 +29,30 @@ def _tensor(site) -> cst.BaseExpression:
     return t
 
 
+# torch functions making a plain tensor (not a Parameter)
+_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "empty", "zeros", "ones", "full", "randn", "rand", "tensor", "Tensor", "FloatTensor", "DoubleTensor", "eye",
+    "empty_like", "zeros_like", "ones_like", "full_like", "randn_like", "rand_like"))
+
+
+def _plain_tensor(site, t: cst.BaseExpression) -> bool:
+    """`t` is a name last bound, in straight-line code before the call, to a tensor factory
+    (`w = torch.empty(3, 5)`): a MindSpore Tensor, which has no set_data."""
+    from msmigrate.rules.transforms.dtypes import _straight_line_value
+    if not isinstance(t, cst.Name):
+        return False
+    value = _straight_line_value(site.rw, t.value)
+    return isinstance(value, cst.Call) and (site.rw.scopes.resolve(value.func) or "") in _FACTORIES
+
+
 def _set(site, init_call: cst.BaseExpression, shift: cst.BaseExpression | None = None):
     t = _tensor(site)
     value = site.expr("{initializer}({init}, {t}.shape, {t}.dtype)",
                       initializer=site.ref("mindspore.common.initializer.initializer"), init=init_call, t=t)
     if shift is not None:  # an initializer Tensor is lazy: materialise it before arithmetic
         value = site.expr("{v}.init_data() + {s}", v=value, s=shift)
+    if _plain_tensor(site, t):   # a Tensor is written in place with materialised values
+        return site.expr("{t}.assign_value({v})", t=t, v=value if shift is not None else site.expr("{v}.init_data()", v=value))
     return site.expr("{t}.set_data({v})", t=t, v=value)
 
 
