@@ -341,6 +341,8 @@ FUNCTIONAL = [
     case("F.conv_transpose1d(x0, x1, x2, stride=3, padding=1, output_padding=2)", x(2, 3, 7), x(3, 2, 4), x(2)),
     case("F.conv_transpose3d(x0, x1, x2, stride=2, padding=1, output_padding=1)", x(1, 2, 3, 4, 5), x(2, 3, 3, 3, 3), x(3)),
     case("F.alpha_dropout(x0, 0.3, training=False)", x(4, 5)),
+    case("F.pairwise_distance(x0, x1)", x(4, 5), x(4, 5)),
+    case("F.pairwise_distance(x0, x1, p=1.0, keepdim=True)", x(4, 5), x(4, 5)),
     case("F.feature_alpha_dropout(x0, 0.3, False)", x(2, 3, 4, 4)),
     # forward only: MindSpore 2.10's CPU FractionalMaxPoolGradWithFixedKsize kernel fails (records marked)
     case("F.fractional_max_pool2d(x0, 2, output_size=(3, 4), _random_samples=x1)", x(2, 3, 7, 9), prob(2, 3, 2), input_grads=False),

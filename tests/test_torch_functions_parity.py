@@ -292,6 +292,8 @@ CASES: dict[str, list] = {
     "torch.IntTensor": ["torch.IntTensor([1, 2])"],
     "torch.BoolTensor": ["torch.BoolTensor([True, False])"],
     "torch.ByteTensor": ["torch.ByteTensor([1, 2])"],
+    "torch.CharTensor": ["torch.CharTensor([1, -2])"],
+    "torch.ShortTensor": ["torch.ShortTensor([1, -2])"],
     "torch.clone": ["torch.clone(a)", "torch.clone(a + 1)"],
     # ---- shapes, indexing, joining ---------------------------------------------------
     "torch.atleast_1d": ["torch.atleast_1d(s0)", "torch.atleast_1d(s0, v)"],

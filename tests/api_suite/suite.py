@@ -242,7 +242,8 @@ def api_statuses(cases: list[Case]) -> dict[str, dict]:
             status, case = "unsupported", left[0]
             why = "not converted: the file keeps torch"
             # the marker the converted file carries says why (MSC102/103/104), not MSC108's stop
-            reasons = [d for d in left[0].diagnostics if not d.startswith("MSC108")]
+            reasons = sorted((d for d in left[0].diagnostics if not d.startswith("MSC108")),
+                             key=lambda d: not d.startswith(("MSC102", "MSC103", "MSC104")))
             if reasons:
                 code, _, message = reasons[0].partition(" ")
                 head, sep, rest = message.partition(": ")
