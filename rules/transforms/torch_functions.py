@@ -1215,15 +1215,37 @@ def generated(site):
     """rules/generated/functions.py's msmigrate_<torch name>, copied into the file (with the
     functions it calls) and called with torch's arguments under torch's names; a bare reference
     (`f = torch.fmin`) is that function too."""
+    import inspect
+    import textwrap
+
     from msmigrate.rules.generated import functions
-    from msmigrate.rules.transforms.common import generated as define
-    func = define(site, *_generated_needs(functions, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]))
+    for function in _generated_needs(functions, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]):
+        func = site.rw.imports.define(function.__name__,
+                                      _module_imports(site, textwrap.dedent(inspect.getsource(function))))
     if not site.is_call:
         return func
     if site.unbound:
         raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
                             "convert by hand", "review")
     return site.call(func)
+
+
+_GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("from mindspore import ops", "mindspore.ops")}
+
+
+def _module_imports(site, source: str) -> str:
+    """A generated function's own MindSpore imports, made the file's (MindSpore's graph mode
+    compiles no import statement): the lines go, the names become the file's aliases."""
+    import re
+    alias = {}
+    for short, (line, module) in _GENERATED_IMPORTS.items():
+        found = re.compile(rf"^[ \t]*{re.escape(line)}[ \t]*\n", re.M)
+        if found.search(source):
+            source = found.sub("", source)
+            alias[short] = site.code(site.ref(module))
+    if not alias:
+        return source
+    return re.sub(r"\b(%s)\." % "|".join(alias), lambda m: alias[m.group(1)] + ".", source)
 
 
 def _generated_needs(module, name: str, seen=None) -> list:
