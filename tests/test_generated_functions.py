@@ -26,6 +26,21 @@ def f(x, w, u, a, b, s):
     e = torch.matrix_exp(a[:, :3] * 0.5) + torch.special.entr(u)[:, :3]
     c = F.conv_transpose1d(x[:, :, 0], w[:, :, 0], stride=3) + torch.cumulative_trapezoid(a).sum()
     return up, pool, q, m, d, e, c
+
+
+class Net(torch.nn.Module):
+    """Layers MindSpore lacks (generated Cells) in a model: compiled, trained mode, gradients."""
+
+    def __init__(self, samples):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 2)
+        self.pool = torch.nn.FractionalMaxPool2d(2, output_size=(3, 3), _random_samples=samples)
+        self.drop = torch.nn.AlphaDropout(0.0)
+        self.dist = torch.nn.PairwiseDistance(p=1.0)
+
+    def forward(self, x):
+        y = self.drop(self.pool(self.conv(x))).flatten(1)
+        return self.dist(y[:, :18], y[:, 18:])
 '''
 
 RUNNER = r'''
@@ -50,6 +65,17 @@ grads = ms.grad(lambda x, w: sum(r.sum() for r in converted.f(x, w, *ms_args[2:]
 out = {"graph_vs_eager": [float(np.max(np.abs(g.asnumpy() - e.asnumpy()))) for g, e in zip(graph, eager)],
        "eager_vs_torch": [float(np.max(np.abs(e.asnumpy() - r.detach().numpy()))) for e, r in zip(eager, reference)],
        "grads_vs_torch": [float(np.max(np.abs(g.asnumpy() - t.grad.numpy()))) for g, t in zip(grads, torch_args[:2])]}
+torch_net = original.Net(torch.tensor(arrays[5][:, :1].repeat(4, 1)))
+net = converted.Net(ms.Tensor(arrays[5][:, :1].repeat(4, 1)))
+net.conv.weight.set_data(ms.Tensor(torch_net.conv.weight.detach().numpy()))
+net.conv.bias.set_data(ms.Tensor(torch_net.conv.bias.detach().numpy()))
+torch_net(torch_args[0]).sum().backward()
+net.set_train(True)
+value, grad = ms.value_and_grad(lambda x: net(x).sum(), None, net.trainable_params())(ms_args[0])
+out["net"] = [abs(float(value.asnumpy()) - float(torch_net(torch_args[0]).sum())),
+              float(np.max(np.abs(grad[0].asnumpy() - torch_net.conv.weight.grad.numpy())))]
+net_graph = ms.jit(net.construct)
+out["net_graph"] = float(np.max(np.abs(net_graph(ms_args[0]).asnumpy() - net(ms_args[0]).asnumpy())))
 print(json.dumps(out))
 '''
 
@@ -62,3 +88,4 @@ def test_generated_functions_compile_and_match_torch():
     assert max(out["graph_vs_eager"]) < 1e-5, out
     assert max(out["eager_vs_torch"]) < 1e-4, out
     assert max(out["grads_vs_torch"]) < 1e-4, out
+    assert max(out["net"]) < 1e-3 and out["net_graph"] < 1e-5, out

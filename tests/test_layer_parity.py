@@ -163,6 +163,9 @@ LAYERS = [
     case("nn.Dropout1d(0.2)", x(2, 3, 4), mode="eval"),
     case("nn.Dropout2d(0.2)", x(2, 3, 4, 4), mode="eval"),
     case("nn.Dropout3d(0.2)", x(2, 3, 2, 4, 4), mode="eval"),
+    case("nn.AlphaDropout(0.2)", x(2, 3), mode="eval"),
+    case("nn.FeatureAlphaDropout(0.2)", x(2, 3, 4, 4), mode="eval"),
+    case("nn.PairwiseDistance(p=1.5, keepdim=True)", x(4, 5), x(4, 5)),
     case("nn.Unflatten(1, (2, 3))", x(4, 6)),
     case("nn.PixelShuffle(2)", x(2, 8, 3, 3)),
     case("nn.PixelUnshuffle(2)", x(2, 2, 4, 6)),
@@ -425,8 +428,8 @@ CASES = LAYERS + ACTIVATIONS + LOSSES + FUNCTIONAL
 
 # Converted records the table above cannot check, and why.
 UNCHECKED = {
-    "torch.nn.FractionalMaxPool2d": "random pooling regions; with fixed _random_samples (a torch buffer) the forward is "
-                                    "checked by tests/api_suite/cases/portable.toml; no CPU gradient kernel (flagged)",
+    "torch.nn.FractionalMaxPool2d": "random pooling regions; with fixed _random_samples (a torch buffer, which this test "
+                                    "maps as a weight) tests/api_suite/cases/portable.toml and test_generated_functions.py check it",
     "torch.nn.FractionalMaxPool3d": "as FractionalMaxPool2d",
     "torch.nn.functional.max_pool1d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",
     "torch.nn.functional.max_pool2d_with_indices": "a (values, indices) pair: tests/api_suite/cases/nn.toml compares both",

@@ -1230,6 +1230,32 @@ def generated(site):
     return site.call(func)
 
 
+def generated_cell(site):
+    """A torch layer MindSpore 2.10 lacks: rules/generated/functions.py's CELLS class of its name
+    (an nn.Cell under the file's alias), with the functions it calls, built with torch's
+    arguments."""
+    import inspect
+    import re
+    import textwrap
+
+    from msmigrate.rules.generated import functions
+    name = "msmigrate_" + site.record.torch.rsplit(".", 1)[1]
+    source = functions.CELLS[name].strip("\n") + "\n"
+    for called in dict.fromkeys(re.findall(r"\b(msmigrate_\w+)\(", source)):
+        if hasattr(functions, called):
+            for function in _generated_needs(functions, called):
+                site.rw.imports.define(function.__name__,
+                                       _module_imports(site, textwrap.dedent(inspect.getsource(function))))
+    base = site.code(site.ref("mindspore.nn"))
+    cls = site.rw.imports.define(name, source.replace("(nn.Cell):", f"({base}.Cell):", 1))
+    if not site.is_call:
+        return cls
+    if site.unbound:
+        raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
+                            "convert by hand", "review")
+    return site.call(cls)
+
+
 _GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("from mindspore import ops", "mindspore.ops")}
 
 
