@@ -64,12 +64,8 @@ def conv_transpose(site):
     """ConvTranspose: MindSpore's `output_padding` with pad_mode='pad' gives the right shape but
     wrong values (semantics.md §1.1). Padding the trailing side of each dimension `op` less,
     `padding=(p, p - op, ...)`, gives torch's output exactly; p < op has no such mapping."""
-    dims = int(site.qualname[-2])
-    call = _conv_transpose(site, dims)
-    if dims == 1:
-        site.flag("review", f"{site.qualname}: MindSpore 2.10's CPU Conv1dTranspose kernel fails (oneDNN "
-                            f"primitive error) for every pad_mode tried; it runs on GPU/Ascend")
-    return call
+    # MindSpore 2.10's CPU Conv1dTranspose gives torch's values and gradients (tests/test_layer_parity.py)
+    return _conv_transpose(site, int(site.qualname[-2]))
 
 
 def _conv_transpose(site, dims: int):
