@@ -1230,6 +1230,9 @@ def generated(site):
     return site.call(func)
 
 
+_CELL_NAMES = {"ms": "mindspore", "ops": "mindspore.ops", "nn": "mindspore.nn"}   # in CELLS, the file's aliases
+
+
 def generated_cell(site):
     """A torch layer MindSpore 2.10 lacks: rules/generated/functions.py's CELLS class of its name
     (an nn.Cell under the file's alias), with the functions it calls, built with torch's
@@ -1246,8 +1249,10 @@ def generated_cell(site):
             for function in _generated_needs(functions, called):
                 site.rw.imports.define(function.__name__,
                                        _module_imports(site, textwrap.dedent(inspect.getsource(function))))
-    base = site.code(site.ref("mindspore.nn"))
-    cls = site.rw.imports.define(name, source.replace("(nn.Cell):", f"({base}.Cell):", 1))
+    alias = {short: site.code(site.ref(module)) for short, module in _CELL_NAMES.items()
+             if re.search(rf"\b{short}\.", source)}
+    source = re.sub(r"\b(%s)\." % "|".join(alias), lambda m: alias[m.group(1)] + ".", source)
+    cls = site.rw.imports.define(name, source)
     if not site.is_call:
         return cls
     if site.unbound:
