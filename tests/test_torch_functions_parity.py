@@ -120,6 +120,7 @@ CASES: dict[str, list] = {
     "torch.promote_types": ["torch.promote_types(torch.uint8, torch.int8) == torch.int16", "torch.promote_types(torch.int64, torch.float16) == torch.float16"],
     "torch.result_type": ["torch.result_type(ia, 2.5) == torch.float32", "torch.result_type(a, torch.tensor(1.0, dtype=torch.float64)) == torch.float32"],
     "torch.can_cast": ["torch.can_cast(torch.float32, torch.int32)", "torch.can_cast(torch.int32, torch.float32)"],
+    "torch.mode": ["torch.mode(ia, 1)", "torch.mode(ia % 3)"],
     "torch.fmin": ["torch.fmin(a, b)", "torch.fmin(nanarr, nanarr.flip(0))"],
     "torch.frexp": ["torch.frexp(a)", "torch.frexp(nanarr)"],
     "torch.quantile": ["torch.quantile(a, 0.3)", "torch.quantile(a, 0.5, dim=1, keepdim=True)",
