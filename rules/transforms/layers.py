@@ -72,6 +72,13 @@ def upsample(site):
     return site.call(site.record.target, args)
 
 
+def _assigns_this_call(site) -> bool:
+    """`name = <the call>` itself, not `out = <the call>(x)` (a layer made and used at once)."""
+    from msmigrate.names import dotted
+    value = site.statement.body[0].value
+    return isinstance(value, cst.Call) and (dotted(value.func) or "").endswith(site.qualname.rsplit(".", 1)[-1])
+
+
 def embedding_from_pretrained(site):
     """`nn.Embedding.from_pretrained(w, freeze, padding_idx)` -> an Embedding whose table is w.
     torch freezes the table by default; a Cell's parameters train unless told otherwise."""
@@ -94,7 +101,7 @@ def embedding_from_pretrained(site):
         # torch does not train a frozen table: neither do trainable_params() and the optimizer
         frozen = "False" if isinstance(freeze, cst.Name) and freeze.value == "True" else \
             f"not {site.code(freeze)}" if isinstance(freeze, (cst.Name, cst.Attribute)) else f"not ({site.code(freeze)})"
-        if site.assigned_name is not None:
+        if site.assigned_name is not None and _assigns_this_call(site):
             site.after(f"{site.assigned_name}.embedding_table.requires_grad = {frozen}\n")
         else:
             site.flag("review", f"{site.qualname}: freeze={site.code(freeze)}: torch does not train this table; "
