@@ -318,16 +318,67 @@ def test_backward_passes_with_a_forward_between_them_are_one_step():
 
 
 @pytest.mark.framework
-def test_data_drawn_from_torch_random_generator_is_named_as_the_cause(tmp_path):
+def test_data_drawn_from_torch_random_generator_is_replayed(tmp_path):
+    """torch.normal data (ops.normal in the conversion) and a weight drawn by normal_ outside
+    __init__ (ops.randn_like * std + mean): MindSpore's calls return torch's draws, in order."""
     script = tmp_path / "two_backward_random.py"
-    # the data drawn by torch; weights drawn into a parameter are copied, so no cause
     script.write_text(TWO_BACKWARD.replace("DATA", "0.3 * torch.normal(torch.zeros(16, 1), torch.ones(16, 1))")
                       .replace("opt_plain = ", "dropped[0].weight.data.normal_(0, 0.5)\nopt_plain = ", 1))
     r = run_parity(script, None, Options(steps=2, timeout=300))
+    assert r["passed"], format_text(r)
+    d = r["setup"]["draws"]
+    assert d["torch_draws"] == d["replayed"] == 2 and d["stopped"] is None
+    assert d["calls"] == {"ops.normal": 1, "ops.randn_like": 1}
+    assert "random draws: 2 of torch's 2 draws" in format_text(r)
+
+
+@pytest.mark.framework
+def test_batches_drawn_by_randint_inside_the_step_are_replayed():
+    """karpathy's get_batch: torch.randint offsets for an evaluation, then in every step, where the
+    conversion draws them inside the compiled step (run uncompiled to replay them)."""
+    r = run_parity(PROGRAMS / "train_randint_batches.py", None, Options(steps=3, timeout=300))
+    assert r["passed"], format_text(r)
+    d = r["setup"]["draws"]
+    # 3 evaluation batches, one per step compared, and the one drawn for step 4 before it stops
+    assert d["replayed"] == d["torch_draws"] == 7 and d["calls"] == {"ops.randint": 7}, d
+    assert d["uncompiled_step"] and "train_step ran uncompiled" in format_text(r)
+
+
+@pytest.mark.framework
+def test_noise_drawn_in_forward_is_replayed_into_construct():
+    """A VAE's torch.randn_like in forward (and a denoising input's in the loop): the k-th
+    ops.randn_like of the uncompiled step, in construct, returns torch's k-th draw."""
+    r = run_parity(PROGRAMS / "train_vae_noise.py", None, Options(steps=3, timeout=300))
+    assert r["passed"], format_text(r)
+    d = r["setup"]["draws"]
+    # per step the input's noise and the forward's; step 4's input noise is drawn before it stops
+    assert d["replayed"] == 7 and d["torch_draws"] == 8 and d["stopped"] is None, d
+
+
+@pytest.mark.framework
+def test_replay_stops_at_a_draw_of_another_kind_and_says_where(tmp_path):
+    """A MindSpore program drawing with another function than the conversion's (ops.rand for
+    torch.randn): replaying stops there, the report names both calls and lines, and the
+    divergence that follows is named as random data."""
+    from msmigrate.parity.check import _convert
+
+    script = tmp_path / "two_backward_randn.py"
+    script.write_text(TWO_BACKWARD.replace("DATA", "0.3 * torch.randn(16, 1)")
+                      .replace("y = x +", "noise = torch.randn(16, 1)\ny = x + noise +", 1))
+    converted = _convert(script, tmp_path / "conv")
+    text = converted.read_text()
+    assert text.count("ops.randn((16, 1))") == 2, text
+    against = tmp_path / "against" / script.name
+    against.parent.mkdir()
+    # the second draw (the data's) by ops.rand: the first is replayed, the second stops the replay
+    against.write_text(text[::-1].replace("ops.randn((16, 1))"[::-1], "ops.rand((16, 1))"[::-1], 1)[::-1])
+    r = run_parity(script, against, Options(steps=2, timeout=300))
+    d = r["setup"]["draws"]
+    assert d["replayed"] == 1 and d["stopped"]["ms_call"] == "ops.rand" and d["stopped"]["torch_line"] == 7, d
+    line = next(ln for ln in format_text(r).splitlines() if "replay stopped" in ln)
+    assert "stopped at draw 2: MindSpore ops.rand at line" in line and "torch torch.randn at line 7" in line, line
     f = r["first_divergence"]
-    assert not r["passed"] and f["step"] == 1 and f["inherent"] == "random data", f
-    assert "torch.normal at line 6" in f["detail"] and "normal_" not in f["detail"]
-    assert "DIFFERS (inherent: random data)" in format_text(r)
+    assert not r["passed"] and f["inherent"] == "random data" and "torch.randn at line 7" in f["detail"], f
 
 
 def test_compare_state_tolerance_scales_with_the_tensor():

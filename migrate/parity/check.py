@@ -261,18 +261,38 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
 
 def _explain(first: dict, tmeta: dict, mmeta: dict) -> None:
     """Say where a divergence comes from when the programs themselves cannot agree (an inherent
-    difference, not a conversion error): `first["inherent"]` names it, `detail` explains it."""
+    difference, not a conversion error): `first["inherent"]` names it, `detail` explains it.
+    torch draws the MindSpore run replayed (see runner._DrawReplay) are no such cause."""
     notes = []
-    draws = [d for d in tmeta.get("random_draws", []) if d["step"] <= first["step"]]
+    replayed = (mmeta.get("draw_replay") or {}).get("replayed", 0)
+    seq = tmeta.get("draws", [])
+    draws = [d for d in seq[replayed:] if not d.get("init") and d["step"] <= first["step"]]
+    # draws not in the replayed sequence (inside a DataLoader's iteration)
+    draws += [d for d in tmeta.get("random_draws", []) if d.get("index", -1) is None and d["step"] <= first["step"]]
     if draws and first["kind"] in ("loss", "state", "layer output", "data"):
         where = ", ".join(sorted({f"{d['call']} at line {d['line']}" for d in draws})[:3])
+        stop = (mmeta.get("draw_replay") or {}).get("stopped")
+        why = f" (replayed: the first {replayed}; {_replay_stop(stop)})" if replayed or stop else ""
         notes.append(("random data", f"the program draws numbers from torch's random generator ({where}) "
-                      f"before step {first['step']}; MindSpore's generator draws other numbers, so the two "
-                      "programs do not compute on the same values (not a conversion error: draw them with "
-                      "NumPy under a seed, or load them, to compare)"))
+                      f"before step {first['step']} that MindSpore does not replay{why}; MindSpore's generator "
+                      "draws other numbers, so the two programs do not compute on the same values (not a "
+                      "conversion error: draw them with NumPy under a seed, or load them, to compare)"))
     if notes:
         first["inherent"] = ", ".join(kind for kind, _ in notes)
         first["detail"] += "".join(f"; inherent ({kind}): {text}" for kind, text in notes)
+
+
+def _replay_stop(stop: dict | None) -> str:
+    """Where and why the replay of torch's draws stopped, in words."""
+    if not stop:
+        return "all replayed"
+    parts = []
+    if stop.get("ms_call"):
+        parts.append(f"MindSpore {stop['ms_call']} at line {stop['ms_line']} (in {stop['ms_function']})")
+    if stop.get("torch_call"):
+        parts.append(f"torch {stop['torch_call']} at line {stop['torch_line']} (in {stop['torch_function']})")
+    head = f"stopped at draw {stop['index'] + 1}" if "index" in stop else "not replayed"
+    return f"{head}: " + " vs ".join(parts) + (": " if parts else "") + stop["reason"]
 
 
 def _compare_activations(tmeta, tarr, mmeta, marr, rtol, atol, positions=None) -> list[dict]:
@@ -338,6 +358,8 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
                              "functional_calls": tmeta.get("functional_dropout_calls", 0)},
         "torch_batches_recorded": len(tmeta.get("batches", [])), "replay": mmeta.get("replay", {}),
         "joined_backward": tmeta.get("joined_backward", 0),
+        "draws": {**(mmeta.get("draw_replay") or {}), "torch_draws": len(tmeta.get("draws", [])),
+                  "torch_truncated": tmeta.get("draws_truncated")},
     }
     return result
 

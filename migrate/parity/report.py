@@ -46,6 +46,16 @@ def format_text(r: dict) -> str:
                      f"{rp.get('same', 0)} identical" + (f", {len(rp['mismatch'])} of other shape (not replayed)" if rp.get("mismatch") else ""))
     else:
         lines.append("batches: no torch DataLoader; both programs produce their own data")
+    dr = s.get("draws") or {}
+    if dr.get("torch_draws"):
+        from msmigrate.parity.check import _replay_stop
+
+        calls = ", ".join(f"{c} x{n}" for c, n in dr.get("calls", {}).items())
+        lines.append(f"random draws: {dr.get('replayed', 0)} of torch's {dr['torch_draws']} draws of the program's own "
+                     f"code replayed in MindSpore" + (f" ({calls})" if calls else "")
+                     + ("; its train_step ran uncompiled, so that draws inside it are replayed" if dr.get("uncompiled_step") else ""))
+        if dr.get("stopped"):
+            lines.append(f"random draws: replay {_replay_stop(dr['stopped'])}; the rest drawn by MindSpore")
     if s.get("joined_backward"):
         lines.append(f"steps: {s['joined_backward']} torch backward pass(es) of another line before the optimizer "
                      "step joined to the one before (one update of their summed gradients: one MindSpore step "

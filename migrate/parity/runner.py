@@ -30,7 +30,8 @@ mindspore  every call of a jitted function named `train_step*` defined in the pr
 Dropout cannot draw the same masks in both frameworks: every Dropout layer and functional
 dropout is turned into the identity in both runs, and the configured rates are recorded so the
 comparison can still check them. Other random draws of the program's own code are recorded
-(torch side) so that a divergence they cause is named as such.
+(torch side) and replayed in the MindSpore run (see _DrawReplay); a divergence after draws that
+could not be replayed is named as caused by them.
 """
 from __future__ import annotations
 
@@ -208,6 +209,47 @@ RANDOM_FUNCTIONS = ("rand", "randn", "randint", "randperm", "normal", "rand_like
 RANDOM_METHODS = ("normal_", "uniform_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
                   "cauchy_")
 
+# What the conversion calls for each torch draw (rules/api/torch_functions.toml, tensor_methods.toml):
+# the MindSpore run replays torch's values into the k-th call of the program's own code.
+_REPLAY_KINDS = {"torch.rand": "rand", "torch.randn": "randn", "torch.randint": "randint",
+                 "torch.randperm": "randperm", "torch.normal": "normal", "torch.rand_like": "rand_like",
+                 "torch.randn_like": "randn_like", "torch.randint_like": "randint_like",
+                 "torch.bernoulli": "bernoulli", "torch.multinomial": "multinomial",
+                 "torch.poisson": "random_poisson"}
+_REPLAY_BYTES = 256 << 20     # torch draws kept for the replay, at most
+_REPLAY_COUNT = 200_000
+_DATA_PIPELINE_TORCH = "torch/utils/data/"
+_DATA_PIPELINE_MS = "mindspore/dataset/"
+
+
+def _replay_value(name: str, args, kwargs, result):
+    """(MindSpore function, value it must return) for a torch draw; (None, None) when the
+    conversion makes no single draw that can return it. In-place methods become an expression
+    around one draw: `x.normal_(m, s)` -> `ops.randn_like(x) * s + m`, `x.uniform_(a, b)` ->
+    `ops.rand_like(x) * (b - a) + a`, `x.bernoulli_(p)` -> `ops.rand_like(x) < p`: the draw
+    replayed is the one that gives torch's values through that expression."""
+    value = result.detach().cpu()
+    if name in _REPLAY_KINDS:
+        return _REPLAY_KINDS[name], value.numpy().copy()
+
+    def param(i, key, default):
+        v = args[i] if len(args) > i else kwargs.get(key, default)
+        return float(v) if isinstance(v, (int, float)) else None
+    if name == "Tensor.normal_":
+        mean, std = param(1, "mean", 0.0), param(2, "std", 1.0)
+        if mean is not None and std:
+            return "randn_like", ((value.double() - mean) / std).numpy()
+    elif name == "Tensor.uniform_":
+        low, high = param(1, "from", 0.0), param(2, "to", 1.0)
+        if low is not None and high is not None and high != low:
+            return "rand_like", ((value.double() - low) / (high - low)).numpy()
+    elif name == "Tensor.bernoulli_":
+        p = param(1, "p", 0.5)
+        if p is not None:
+            # any uniform number below p gives 1, any other 0: the middle of each interval
+            return "rand_like", np.where(value.numpy() != 0, p / 2, (1 + p) / 2)
+    return None, None
+
 
 # ---------------------------------------------------------------- torch
 def run_torch(rec: Record, script: str) -> None:
@@ -223,33 +265,54 @@ def run_torch(rec: Record, script: str) -> None:
     is_tensor = torch.is_tensor
     rec.meta["random_draws"] = []
 
-    def record_draw(name: str, args) -> None:
+    rec.meta["draws"] = []      # the sequence the MindSpore run replays (see _replay_value)
+    sizes = {"bytes": 0}
+
+    def record_draw(name: str, args, kwargs, result) -> None:
         """A random draw of the program's own code: MindSpore's generator gives other numbers.
-        Not one of torch's own code, nor one that initializes weights (in a module's __init__,
-        or into a parameter: `m.weight.data.normal_(0, 0.02)`), which are copied anyway."""
+        Not one of torch's own code, nor one in a module's __init__ (its weights are copied; the
+        MindSpore run skips a Cell's __init__ alike). One that initializes weights elsewhere
+        (`m.weight.data.normal_(0, 0.02)` in a function given to model.apply) is no cause of a
+        divergence, but is replayed in sequence: the conversion draws it too."""
         frame = sys._getframe(2)
         code = frame.f_code
         if not _program_file(code.co_filename):
             return
-        outer = frame
+        outer, dataset = frame, False
         while outer is not None:
             if outer.f_code.co_name == "__init__" and isinstance(outer.f_locals.get("self"), torch.nn.Module):
                 return
+            dataset = dataset or _DATA_PIPELINE_TORCH in outer.f_code.co_filename.replace(os.sep, "/")
             outer = outer.f_back
         target = args[0] if args and torch.is_tensor(args[0]) and name.startswith("Tensor.") else None
-        if target is not None and (isinstance(target, torch.nn.Parameter) or target.data_ptr() in {
-                q.data_ptr() for m in _alive(created) if isinstance(m, tmodule.Module)
-                for q in m.parameters(recurse=False)}):
-            return
+        init = target is not None and (isinstance(target, torch.nn.Parameter) or target.data_ptr() in {
+            q.data_ptr() for m in _alive(created) if isinstance(m, tmodule.Module)
+            for q in m.parameters(recurse=False)})
+        entry = {"call": name, "line": frame.f_lineno, "file": os.path.basename(code.co_filename),
+                 "function": code.co_name, "step": len(rec.losses) + 1}
+        index = None
+        # a draw inside a DataLoader's iteration is not replayed: the batch it went into is
+        seq = rec.meta["draws"]
+        if not dataset and not rec.meta.get("draws_truncated"):
+            kind, value = _replay_value(name, args, kwargs, result)
+            if value is not None and sizes["bytes"] + value.nbytes > _REPLAY_BYTES or len(seq) >= _REPLAY_COUNT:
+                rec.meta["draws_truncated"] = len(seq)
+            else:
+                index = len(seq)
+                seq.append({**entry, "kind": kind, "shape": list(result.shape), "init": init})
+                if value is not None:
+                    rec.arrays[f"draw/{index}"] = value
+                    sizes["bytes"] += value.nbytes
         draws = rec.meta["random_draws"]
-        if len(draws) < 20:
-            draws.append({"call": name, "line": frame.f_lineno, "file": os.path.basename(code.co_filename),
-                          "step": len(rec.losses) + 1})
+        if not init and len(draws) < 20:
+            draws.append({**entry, "index": index})
 
     def drawing(name, function):
         def draw(*args, **kwargs):
-            record_draw(name, args)
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+            if torch.is_tensor(result):
+                record_draw(name, args, kwargs, result)
+            return result
         return draw
 
     for fname in RANDOM_FUNCTIONS:
@@ -916,6 +979,14 @@ def run_mindspore(rec: Record, script: str) -> None:
             for n, p in model.parameters_and_names():
                 p.set_data(ms.Tensor(saved[n]).astype(p.dtype))
 
+    draw_replay = _DrawReplay(rec, torch_meta, torch_arrays, ms, nn)
+    # a draw made during training (after torch's first backward pass) may sit inside the compiled
+    # step (a get_batch called by the forward function): the step then runs uncompiled, so that
+    # its draws are replayed as well
+    st["uncompiled"] = draw_replay.active and any(
+        d["step"] > 1 and d["kind"] for d in torch_meta.get("draws", []) if not d.get("init"))
+    rec.meta["draw_replay"]["uncompiled_step"] = st["uncompiled"]
+
     orig_jit = ms.jit
 
     def jit(function=None, *jargs, **jkwargs):
@@ -929,7 +1000,7 @@ def run_mindspore(rec: Record, script: str) -> None:
             return applying(compiled)
         if not function.__name__.startswith("train_step"):
             return compiled
-        return recording(function, compiled)
+        return recording(function, function if st["uncompiled"] else compiled)
 
     def applying(compiled):
         """An optimizer applying its part of the step's gradients after the step returned (several
@@ -968,7 +1039,10 @@ def run_mindspore(rec: Record, script: str) -> None:
             match_networks()
             args = replay_args(step, args)
             if step == 1 and rec.spec.get("grads") and st["model"] is not None:
+                # the dry run replays step 1's draws, and the real step replays them again
+                mark = draw_replay.mark()
                 dry_run(function, args, kwargs)
+                draw_replay.rewind(mark)
             out = compiled(*args, **kwargs)
             loss = _first_tensor(out, is_tensor)
             rec.losses.append(float(loss.asnumpy().reshape(-1)[0]) if loss is not None and loss.size == 1 else None)
@@ -985,6 +1059,146 @@ def run_mindspore(rec: Record, script: str) -> None:
         _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
     finally:
         flush_by_hand()
+        draw_replay.finish()
+
+
+# MindSpore functions the conversion draws with (those that exist in ops / mint); the ones no torch
+# draw maps to are wrapped too, so that a program drawing with them stops the replay
+_MS_RANDOM = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like",
+              "bernoulli", "multinomial", "random_poisson", "uniform", "standard_normal", "gamma", "poisson",
+              "random_gamma", "shuffle", "random_categorical", "laplace", "standard_laplace")
+
+
+class _DrawReplay:
+    """Replays torch's draws (run_torch's meta["draws"]) into the MindSpore program: the k-th call
+    of a random function of ops / mint made by the program's own code (not in a Cell's __init__,
+    not in a dataset pipeline) returns the k-th torch draw, in the dtype MindSpore's own draw has,
+    when its function, its shape and the function calling it match (a `forward` in torch is a
+    `construct`); at the first that does not, replaying stops and the rest is drawn by MindSpore.
+    Inside compiled code a wrapper is the original function (MindSpore's parser resolves it
+    through convert_object_map), so a draw there is no call here."""
+
+    def __init__(self, rec, torch_meta, torch_arrays, ms, nn):
+        self.rec, self.ms, self.nn = rec, ms, nn
+        self.seq = torch_meta.get("draws", [])
+        self.arrays = torch_arrays
+        self.truncated = torch_meta.get("draws_truncated")
+        self.torch_steps = len(torch_meta.get("losses", []))
+        self.pos = 0                  # the next torch draw to replay
+        self.stopped = None
+        self.info = {"torch_draws": len(self.seq), "replayed": 0, "stopped": None, "calls": {}}
+        rec.meta["draw_replay"] = self.info
+        self.active = bool(self.seq) and self._install()
+
+    def _install(self) -> bool:
+        try:
+            from mindspore.graph._parse.resources import convert_object_map
+        except ImportError:
+            try:
+                from mindspore._extends.parse.resources import convert_object_map
+            except ImportError:
+                self.info["stopped"] = {"reason": "this MindSpore has no convert_object_map: draws not replayed"}
+                return False
+        import mindspore.ops as ops
+        modules = [ops]
+        try:
+            import mindspore.mint as mint
+            modules.append(mint)
+        except ImportError:
+            pass
+        for module in modules:
+            for name in _MS_RANDOM:
+                orig = getattr(module, name, None)
+                if orig is None or not callable(orig):
+                    continue
+                wrapper = self._wrap(name, f"{module.__name__.split('.')[-1]}.{name}", orig)
+                try:
+                    convert_object_map[wrapper] = orig
+                except TypeError:
+                    continue
+                setattr(module, name, wrapper)
+        return True
+
+    def _wrap(self, kind, call, orig):
+        def replayed(*args, **kwargs):
+            out = orig(*args, **kwargs)
+            frame = sys._getframe(1)
+            if self.stopped is None and self._programs(frame):
+                out = self._next(kind, call, frame, out)
+            return out
+
+        replayed.__name__ = getattr(orig, "__name__", kind)
+        replayed.__wrapped__ = orig
+        return replayed
+
+    def _programs(self, frame) -> bool:
+        if not _program_file(frame.f_code.co_filename):
+            return False
+        outer = frame
+        while outer is not None:
+            if outer.f_code.co_name == "__init__" and isinstance(outer.f_locals.get("self"), self.nn.Cell):
+                return False
+            if _DATA_PIPELINE_MS in outer.f_code.co_filename.replace(os.sep, "/"):
+                return False
+            outer = outer.f_back
+        return True
+
+    def _next(self, kind, call, frame, out):
+        where = {"ms_call": call, "ms_line": frame.f_lineno, "ms_function": frame.f_code.co_name,
+                 "index": self.pos, "step": len(self.rec.losses) + 1}
+        if self.pos >= len(self.seq):
+            more = (f"torch recorded only its first {self.truncated} draws (size limit)" if self.truncated
+                    is not None else f"torch made {len(self.seq)} draws, MindSpore makes more")
+            self._stop(where, None, more)
+            return out
+        t = self.seq[self.pos]
+        shape = tuple(getattr(out, "shape", ()))
+        function = lambda n: "forward" if n == "construct" else n  # noqa: E731
+        reason = None
+        if t["kind"] != kind:
+            reason = (f"torch's {t['call']} has no single MindSpore draw to replay" if t["kind"] is None
+                      else f"kind: MindSpore {kind}, torch {t['call']} (MindSpore {t['kind']})")
+        elif tuple(t["shape"]) != shape:
+            reason = f"shape: MindSpore {list(shape)}, torch {t['shape']}"
+        elif function(t["function"]) != function(frame.f_code.co_name):
+            reason = f"called in {frame.f_code.co_name}, torch's in {t['function']}"
+        elif f"draw/{self.pos}" not in self.arrays:
+            reason = "torch's value was not recorded"
+        if reason is not None:
+            self._stop(where, t, reason)
+            return out
+        value = self.arrays[f"draw/{self.pos}"]
+        self.pos += 1
+        self.info["replayed"] = self.pos
+        self.info["calls"][call] = self.info["calls"].get(call, 0) + 1
+        return self.ms.Tensor(np.ascontiguousarray(value)).astype(out.dtype)
+
+    def _stop(self, where, torch_draw, reason):
+        self.stopped = {**where, "reason": reason}
+        if torch_draw is not None:
+            self.stopped.update(torch_call=torch_draw["call"], torch_line=torch_draw["line"],
+                                torch_function=torch_draw["function"], torch_file=torch_draw["file"])
+        self.info["stopped"] = self.stopped
+
+    def mark(self):
+        return self.pos, self.stopped, dict(self.info["calls"])
+
+    def rewind(self, mark):
+        self.pos, self.stopped, calls = mark
+        self.info.update(replayed=self.pos, stopped=self.stopped, calls=calls)
+
+    def finish(self):
+        """torch draws of the steps compared that no MindSpore call asked for (a draw inside a
+        compiled function, or one the conversion dropped): the first is named."""
+        if self.stopped is None and self.active:
+            left = [i for i in range(self.pos, len(self.seq)) if self.seq[i]["step"] <= min(
+                self.torch_steps, len(self.rec.losses) or self.torch_steps)]
+            if left:
+                t = self.seq[left[0]]
+                self.info["stopped"] = {"index": left[0], "reason": f"MindSpore made no call for {len(left)} "
+                                        f"torch draw(s) of the steps compared (drawn inside compiled code?)",
+                                        "torch_call": t["call"], "torch_line": t["line"],
+                                        "torch_function": t["function"], "torch_file": t["file"], "step": t["step"]}
 
 
 def _run_program(script: str, args=(), steps=None) -> None:
