@@ -86,18 +86,20 @@ class _Scope:
         return name not in self.nonlocal_ and (name in self.params or name in self.values)
 
 
-def argument_objects(tree: ast.Module, imports: Mapping[str, str],
-                     project: Mapping[str, str], returns_self: Iterable[str]) -> dict[str, dict[str, str]]:
+def argument_objects(tree: ast.Module, imports: Mapping[str, str], project: Mapping[str, str],
+                     returns_self: Iterable[str], plain_decorators: Iterable[str] = ()) -> dict[str, dict[str, str]]:
     """Function name -> {parameter -> torch API whose object every call passes for it}.
     `imports`: the file's top-level import bindings (name -> qualified name); `project`: names
     of factories/classes of the project (as the file spells them) -> torch API; `returns_self`:
-    methods returning their object (`nn.CrossEntropyLoss().to(device)`)."""
-    return _Analysis(tree, imports, project, frozenset(returns_self)).run()
+    methods returning their object (`nn.CrossEntropyLoss().to(device)`); `plain_decorators`:
+    decorators (qualified names, called or not) that return the function they decorate."""
+    return _Analysis(tree, imports, project, frozenset(returns_self), frozenset(plain_decorators)).run()
 
 
 class _Analysis:
-    def __init__(self, tree, imports, project, returns_self) -> None:
+    def __init__(self, tree, imports, project, returns_self, plain_decorators=frozenset()) -> None:
         self.imports, self.project, self.returns_self = imports, project, returns_self
+        self.plain_decorators = plain_decorators
         self.scopes: dict[int, _Scope] = {}
         self.defs: dict[str, list] = {}        # name -> FunctionDef nodes (not methods)
         self.calls: dict[str, list] = {}       # name -> (Call, scope of the call)
@@ -115,7 +117,7 @@ class _Analysis:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if not isinstance(node, ast.ClassDef):
                     self.defs.setdefault(n.name, []).append(n)
-                if n.decorator_list:
+                if any(not self._plain(d) for d in n.decorator_list):
                     self.defs.setdefault(n.name, []).append(None)   # a decorator may replace it
                 self._walk(n, scope)
             elif isinstance(n, (ast.Lambda, ast.ClassDef)):
@@ -129,6 +131,11 @@ class _Analysis:
                 self.callees.add(id(n.func))
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in self.callees:
                 self.loads[n.id] = self.loads.get(n.id, 0) + 1
+
+    def _plain(self, decorator) -> bool:
+        name = ast_dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+        head, _, rest = name.partition(".")
+        return f"{self.imports.get(head, head)}{'.' if rest else ''}{rest}" in self.plain_decorators
 
     def run(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}

@@ -106,7 +106,9 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}), source_map)
     if names.tree is not None:
-        ctx.arguments = argument_objects(names.tree, names.imports, project, _RETURNS_SELF)
+        from msmigrate.rules import PLAIN_DECORATORS
+
+        ctx.arguments = argument_objects(names.tree, names.imports, project, _RETURNS_SELF, PLAIN_DECORATORS)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))

@@ -12,6 +12,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.empty_cat:EmptyCatPass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",
+                     "msmigrate.rules.compiled_forward:CompiledForwardPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]
 
 # The transform a record's `promote` field runs before its conversion (casts of arguments whose
@@ -21,3 +22,8 @@ PROMOTE = "dtypes.promote"
 # The transform a record's `inplace` field runs on its converted call (the value): writes it back
 # into the first argument where torch would (rules/transforms/functional.py).
 INPLACE = "functional.write_back"
+
+# Decorators that return the function they decorate (gradient modes): a function under one is
+# still called as written, so what its calls pass in is known (msmigrate.arguments).
+PLAIN_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad",
+                              "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})

@@ -246,14 +246,15 @@ def prefix_statement(holder: str) -> str:
     return f"{holder}.update_parameters_name({prefix + '.'!r})"
 
 
-class _ModuleInstances(cst.CSTVisitor):
+class ModuleInstances(cst.CSTVisitor):
     """Names bound to a new network: `net = Net()`, `eval_net, target_net = Net(), Net()`, where
     Net is a class of this file deriving from a torch.nn class (directly or through another) or
     a module class of another project file. A network a step calls without its parameters ever
     being read (a DQN's target network) is one of them."""
 
-    def __init__(self, imports: dict, project: dict) -> None:
-        self.imports, self.project = imports, project
+    def __init__(self, imports: dict, project: dict, extra=lambda qualname: False) -> None:
+        # extra: torch APIs whose instances count as networks too (no class of the project)
+        self.imports, self.project, self.extra = imports, project, extra
         self.classes: set[str] = set()
         self.names: set[str] = set()
 
@@ -270,7 +271,8 @@ class _ModuleInstances(cst.CSTVisitor):
         if not isinstance(value, cst.Call):
             return False
         name = dotted(value.func) or ""
-        return name in self.classes or (name in self.project and self.project[name] == "torch.nn.Module")
+        return name in self.classes or (name in self.project and self.project[name] == "torch.nn.Module") \
+            or self.extra(resolve(value.func, self.imports) or "")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -358,7 +360,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
         self._bindings = None      # name -> values bound to it in the module (_maybe_list)
-        self._module_scan = None   # _ModuleInstances of the module, built when first needed
+        self._module_scan = None   # ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
@@ -1609,7 +1611,7 @@ class TrainingLoopPass(cst.CSTTransformer):
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
         if self._module_scan is None:
-            self._module_scan = _ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
+            self._module_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
             self.module.visit(self._module_scan)
         called = self._holder_scan.all | self._module_scan.names
         holders += [h for h in sorted(called - set(holders))

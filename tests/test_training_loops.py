@@ -498,3 +498,36 @@ def test_tensors_updated_by_hand_train_like_torch(tmp_path):
     assert len(want) == 24 and [w for w, _ in got] == [w for w, _ in want], (want, got)
     for (line, w), (_, g) in zip(want, got):
         assert g == pytest.approx(w, rel=1e-5, abs=1e-5), line
+
+
+@pytest.mark.framework
+def test_evaluation_loops_run_compiled_and_print_torchs_values(tmp_path):
+    """Network calls in evaluation loops (a @torch.no_grad() function given the network, a test
+    loop without no_grad after the training loop) run compiled: uncompiled MindSpore ran them op
+    by op, 20-50x slower. eval()/train() switches keep their meaning (BatchNorm statistics,
+    Dropout), the growing sampling input stays uncompiled, and every printed value is torch's."""
+    name = "eval_loops_compiled.py"
+    result = convert_source((PROGRAMS / name).read_text(), name)
+    assert not result.diagnostics, result.diagnostics
+    assert "msmigrate_forward(net, x)" in result.code and "msmigrate_forward(model, x)" in result.code
+    assert "model(seq[-1:])" in result.code and "criterion(model(x), y" in result.code   # the sample, the step
+    assert "criterion(out, y.astype(ms.int32))" in result.code   # `criterion` known under @no_grad too
+    out = tmp_path / name
+    out.write_text(result.code)
+    proc = subprocess.run([sys.executable, name], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={**ENV, "GLOG_v": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled = [m.group(1) for m in COMPILE_LINE.finditer(proc.stderr)]
+    assert compiled.count("train_step") == 1 and compiled.count("construct") == 1, compiled
+    want = re.findall(r"([a-z]+ loss [-\d.]+(?: correct \d+)?)", _run_stdout(PROGRAMS / name))
+    got = re.findall(r"([a-z]+ loss [-\d.]+(?: correct \d+)?)", proc.stdout)
+    assert len(want) == 13 and [w.split()[:2] for w in want] == [g.split()[:2] for g in got], (want, got)
+    for w, g in zip(want, got):
+        assert float(g.split()[2]) == pytest.approx(float(w.split()[2]), abs=2e-5), (w, g)
+        assert w.split()[3:] == g.split()[3:], (w, g)
+
+
+def _run_stdout(path) -> str:
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout

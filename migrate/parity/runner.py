@@ -992,6 +992,8 @@ def run_mindspore(rec: Record, script: str) -> None:
     def jit(function=None, *jargs, **jkwargs):
         if function is None:
             return lambda f: jit(f, *jargs, **jkwargs)
+        if st["uncompiled"] and isinstance(function, nn.Cell):
+            return function   # a network compiled outside the step (msmigrate_forward): draws replayed too
         compiled = orig_jit(function, *jargs, **jkwargs)
         code = getattr(function, "__code__", None)
         if code is None or os.path.realpath(code.co_filename) != script_file:

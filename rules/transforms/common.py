@@ -20,10 +20,10 @@ def generated(site, *functions) -> cst.Name:
     return site.rw.imports.define(functions[-1].__name__, "")
 
 
-def generated_text(site, module: str, *names: str) -> cst.Name | None:
+def generated_text(plan, module: str, *names: str) -> cst.Name | None:
     """Copy the top-level definitions `names` (helpers first) of rules/generated/`module`.py, a
     file read as text because it imports MindSpore, into the converted file, with the imports that
-    file opens with; a reference to the last one. None where the converted file binds one of
+    file opens with (`plan`: the file's ImportPlan); a reference to the last one. None where the converted file binds one of
     those import names to something else (the copies would not see MindSpore's)."""
     source = (Path(generated_package.__file__).parent / f"{module}.py").read_text()
     tree = ast.parse(source)
@@ -31,14 +31,14 @@ def generated_text(site, module: str, *names: str) -> cst.Name | None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 qualname = alias.name if isinstance(stmt, ast.Import) else f"{stmt.module}.{alias.name}"
-                ref = site.ref(qualname)
+                ref = plan.ref(qualname)
                 if not (isinstance(ref, cst.Name) and ref.value == (alias.asname or alias.name)):
                     return None
     segments = {stmt.name: ast.get_source_segment(source, stmt) for stmt in tree.body
                 if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
     for name in names:
-        site.rw.imports.define(name, segments[name])
-    return site.rw.imports.define(names[-1], "")
+        plan.define(name, segments[name])
+    return plan.define(names[-1], "")
 
 
 def one_minus(value: cst.BaseExpression, site):

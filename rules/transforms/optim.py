@@ -119,7 +119,7 @@ def adam(site):
     except ValueError:
         raise Unconvertible("amsgrad= or decoupled_weight_decay= is not a literal: which update?",
                             "manual") from None
-    fused = generated_text(site, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam") \
+    fused = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam") \
         if not amsgrad else None
     if fused is None:
         return _eoptim_adamw(site, decoupled)
