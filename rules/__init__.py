@@ -12,6 +12,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.empty_cat:EmptyCatPass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",
+                     "msmigrate.rules.numpy_random:NumpyRandomPass",
                      "msmigrate.rules.compiled_forward:CompiledForwardPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]
 
