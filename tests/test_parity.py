@@ -162,6 +162,20 @@ def test_compare_loss_tolerance_and_missing_steps():
     assert r["first_divergence"]["kind"] == "loss" and r["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
 
 
+def test_compare_widens_the_tolerance_by_torchs_own_sensitivity_to_rounding():
+    """A difference torch's own training makes of a rounding change of its initial weights (a
+    second torch run) is no divergence; twice that distance and more is."""
+    t = [{"fc.weight": [1.0, 5.0]}, {"fc.weight": [1.1, 5.0]}]
+    m = [{"fc.weight": [1.0, 5.0]}, {"fc.weight": [1.1, 5.01]}]
+    records = _records([1.0, 0.9], [1.0, 0.9004], t, m)
+    assert compare(*records, Options())["first_divergence"]["step"] == 2
+    moved = {(2, "fc.weight"): 0.006, (2, None): 0.0003}
+    r = compare(*records, Options(), moved)
+    assert r["passed"] and set(r["within_rounding"]) == {"fc.weight", "(loss)"}
+    r = compare(*records, Options(), {(2, "fc.weight"): 0.004, (2, None): 0.0003})
+    assert r["first_divergence"]["name"] == "fc.weight"
+
+
 def test_compare_dropout_rate_and_tiny_gradient_mask():
     s = [{"fc.weight": [1.0, 5.0]}]
     m = [{"fc.weight": [1.0, 5.3]}]
@@ -391,3 +405,21 @@ def test_compare_state_tolerance_scales_with_the_tensor():
     r = compare(*_records([1.0], [1.0], t, [{"rnn.weight_hh_l1": [0.4, -0.05 + 6e-5]}]), Options())
     assert r["first_divergence"]["name"] == "rnn.weight_hh_l1"
     assert r["first_divergence"]["relative"] == pytest.approx(6e-5 / 0.4, rel=1e-3)
+
+
+@pytest.mark.framework
+def test_the_rounding_run_starts_from_torchs_weights_rounded_differently(tmp_path):
+    """The second torch run (measuring torch's own sensitivity to float32 rounding) loads the
+    first run's initial weights and changes them by a unit in the last place: the same first
+    loss to float32 precision, states that moved by rounding only."""
+    from msmigrate.parity.check import _run_runner, sensitivity
+
+    script = (PROGRAMS / "train_mlp.py").resolve()
+    opts = Options(steps=2)
+    tmeta, tarr = _run_runner("torch", script, tmp_path / "torch", opts, None, tmp_path)
+    pmeta, parr = _run_runner("torch", script, tmp_path / "torch_rounded", opts, tmp_path / "torch", tmp_path,
+                              perturb=True)
+    assert pmeta["losses"][0] == pytest.approx(tmeta["losses"][0], rel=1e-6)
+    moved = sensitivity(tmeta, tarr, pmeta, parr)
+    states = [v for (step, name), v in moved.items() if name is not None]
+    assert states and 0 < max(states) < 1e-5, moved

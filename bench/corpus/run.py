@@ -232,7 +232,8 @@ def run_entry(e: dict, corpus: Path, work: Path, parity: bool) -> dict:
             inherent = (r.get("first_divergence") or {}).get("inherent")
             # a difference parity names as no conversion error (random data) is counted apart
             out["parity"] = "pass" if r["passed"] else f"differs: {inherent}" if inherent else "diverged"
-            out["parity_detail"] = {"steps": r.get("torch_steps"), "first_divergence": r.get("first_divergence")}
+            out["parity_detail"] = {"steps": r.get("torch_steps"), "first_divergence": r.get("first_divergence"),
+                                    **({"within_rounding": r["within_rounding"]} if r.get("within_rounding") else {})}
         else:
             out["parity"] = "error"
             out["parity_detail"] = {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}

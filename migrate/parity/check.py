@@ -33,11 +33,11 @@ class Options:
 
 
 def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_record: Path | None,
-                workdir: Path) -> tuple[dict, dict]:
+                workdir: Path, perturb: bool = False) -> tuple[dict, dict]:
     spec = {"framework": framework, "script": str(script), "out": str(out), "steps": opts.steps,
             "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None,
-            "args": list(opts.args)}
-    spec_path = workdir / f"{framework}_spec.json"
+            "args": list(opts.args), "perturb": perturb}
+    spec_path = workdir / f"{out.name}_spec.json"
     spec_path.write_text(json.dumps(spec))
     env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0"}
     try:
@@ -125,8 +125,37 @@ def _ms_name(name: str, present, positions: dict[str, str]) -> str:
     return alt if alt is not None and alt in present else name
 
 
-def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> dict:
+# A loss or state the MindSpore run reaches within this many times the distance torch's own run
+# moves when its initial weights are rounded differently (see sensitivity) is as close as float32
+# lets two correct programs be: training (Adam's normalised steps above all) amplifies rounding
+# differences, and two frameworks round differently at every operation (measured on the
+# graykode transformers: MindSpore within 0.1-0.8x of torch's own movement at step 3).
+SENSITIVITY_FACTOR = 2.0
+
+
+def sensitivity(tmeta: dict, tarr: dict, pmeta: dict, parr: dict) -> dict[tuple[int, str | None], float]:
+    """(step, parameter or None for the loss) -> how far torch's loss and state moved between its run and a run whose initial
+    weights differ by float32 rounding (one unit in the last place, on about half the elements)."""
+    mappings, _ = network_mappings(tmeta, tmeta)
+    out = {}
+    for i, loss in enumerate(tmeta["losses"]):
+        step = i + 1
+        again = pmeta["losses"][i] if i < len(pmeta["losses"]) else None
+        if loss is not None and again is not None:
+            out[(step, None)] = abs(again - loss)   # the loss (None: no tensor name)
+        moved = _mapped(parr, f"state/{step}", mappings)
+        for name, ref in _mapped(tarr, f"state/{step}", mappings).items():
+            if name in moved and moved[name].shape == ref.shape:
+                out[(step, name)] = _diff(moved[name], ref)[0]
+    return out
+
+
+def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
+            moved: dict[tuple[int, str], float] | None = None) -> dict:
+    """`moved`: torch's sensitivity to float32 rounding (see sensitivity), which widens the state
+    tolerance of each tensor by SENSITIVITY_FACTOR times it."""
     rtol, atol = opts.rtol, opts.atol
+    moved = moved or {}
     mappings, dropped = network_mappings(tmeta, mmeta)
     positions = positional_names(tmeta)
     result: dict = {"tolerance": {"rtol": rtol, "atol": atol}, "steps": [], "config": []}
@@ -168,6 +197,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
     max_abs = max_rel = 0.0
     first = None
     noise: dict[str, np.ndarray] = {}  # elements whose torch gradient was tiny (see runner.TINY_GRADIENT)
+    rounding: dict[str, tuple] = {}    # values within torch's own sensitivity to rounding, not the tolerance
     for i in range(n):
         step = i + 1
         row = {"step": step, "torch_loss": tl[i], "ms_loss": ml[i] if i < len(ml) else None}
@@ -176,6 +206,10 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         else:
             a, r = _diff(np.array(row["ms_loss"]), np.array(row["torch_loss"]))
             row.update(abs_diff=a, rel_diff=r, loss_ok=_close(np.array(row["ms_loss"]), np.array(row["torch_loss"]), rtol, atol))
+            if not row["loss_ok"] and _close(np.array(row["ms_loss"]), np.array(row["torch_loss"]), rtol,
+                                             atol + SENSITIVITY_FACTOR * moved.get((step, None), 0.0)):
+                row["loss_ok"] = True
+                rounding.setdefault("(loss)", (step, a, moved[(step, None)]))
             max_abs, max_rel = max(max_abs, a), max(max_rel, r)
         tstate = _mapped(tarr, f"state/{step}", mappings)
         for name, mask in _mapped(tarr, f"noise/{step}", mappings).items():
@@ -192,7 +226,11 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
             d, _ = _diff(got, ref)
             if d >= worst_d:
                 worst, worst_d = name, d
-            if bad is None and not _close_tensor(got, ref, rtol, atol, scale):
+            if _close_tensor(got, ref, rtol, atol, scale):
+                continue
+            if _close_tensor(got, ref, rtol, atol + SENSITIVITY_FACTOR * moved.get((step, name), 0.0), scale):
+                rounding.setdefault(name, (step, d, moved[(step, name)]))
+            elif bad is None:
                 bad, state_ok = name, False
         row.update(state_max_abs=worst_d if tstate else None, state_worst=worst,
                    state_ok=state_ok, state_first_bad=bad, compared_state=bool(tstate))
@@ -217,7 +255,8 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options) -> 
         first = first or {"step": n + 1, "kind": "loss", "name": None,
                           "detail": f"MindSpore made {len(ml)} steps, torch {n}"}
     result.update(max_abs_diff=max_abs, max_rel_diff=max_rel, torch_steps=n, ms_steps=len(ml),
-                  tiny_grad_elements={k: int(v.sum()) for k, v in noise.items()})
+                  tiny_grad_elements={k: int(v.sum()) for k, v in noise.items()},
+                  within_rounding={k: {"step": st, "differs": d, "torch_moved": m} for k, (st, d, m) in rounding.items()})
 
     if opts.grads:
         tgrads = _mapped(tarr, "grad", mappings)
@@ -347,6 +386,16 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         if not mmeta["losses"]:
             raise ParityError(f"{against}: no call of a @ms.jit function named train_step* was seen")
         result = compare(tmeta, tarr, mmeta, marr, opts)
+        first = result["first_divergence"] or {}
+        if first.get("kind") == "state" or (first.get("kind") == "loss" and first["step"] > 1
+                                            and first.get("relative", 1) < 1e-2):
+            # is that difference more than float32 rounding makes of torch's own training?
+            pmeta, parr = _run_runner("torch", script, workdir / "torch_rounded", opts, workdir / "torch", workdir,
+                                      perturb=True)
+            first_losses = [m["losses"][0] if m["losses"] else None for m in (tmeta, pmeta)]
+            # only a run that starts where the first one did measures rounding (not other random draws)
+            if None not in first_losses and abs(first_losses[1] - first_losses[0]) <= 1e-5 * abs(first_losses[0]) + 1e-7:
+                result = compare(tmeta, tarr, mmeta, marr, opts, sensitivity(tmeta, tarr, pmeta, parr))
     result["setup"] = {
         "torch_script": str(script), "converted": converted,
         "mindspore_script": str(against) if keep or not converted else "(temporary; --keep DIR keeps it)",

@@ -76,6 +76,13 @@ def format_text(r: dict) -> str:
         parts = ", ".join(f"{n} ({k})" for n, k in r["tiny_grad_elements"].items())
         lines.append(f"not compared: parameter elements whose torch gradient was below 1e-5 of the step's "
                      f"largest (float32 noise dominates; Adam-style steps amplify it): {parts}")
+    if r.get("within_rounding"):
+        parts = ", ".join(f"{n} (step {v['step']}: {v['differs']:.2g}; torch moved {v['torch_moved']:.2g})"
+                          for n, v in r["within_rounding"].items())
+        from msmigrate.parity.check import SENSITIVITY_FACTOR
+
+        lines.append(f"within float32 rounding: tensors beyond the tolerance but within {SENSITIVITY_FACTOR:g}x the distance torch's "
+                     f"own run moves when its initial weights change by one unit in the last place: {parts}")
     for c in r["config"]:
         lines.append(f"setting: {c['name']}: {c['detail']}")
     if "grads" in r:

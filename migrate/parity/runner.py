@@ -192,6 +192,19 @@ def _record_tiny_gradients(rec: Record, step: int, named_parameters, prefix: str
             rec.arrays[f"noise/{step}/{prefix}{name}"] = mask
 
 
+def _round_differently(parameters, torch) -> None:
+    """Move the elements of each parameter by float32 rounding (a unit in the last place where
+    a random relative change of ~6e-8 crosses one), in place, from a NumPy generator of its own
+    (no draw of the program moves)."""
+    rng = np.random.RandomState(0)
+    with torch.no_grad():
+        for p in parameters:
+            if p.is_floating_point() and p.numel():
+                exact = p.detach().cpu().double().numpy()
+                bumped = exact * (1 + np.finfo(np.float32).eps / 2 * rng.standard_normal(exact.shape))
+                p.copy_(torch.from_numpy(bumped.astype(np.float32)))
+
+
 def _grad_versions(named_parameters) -> dict:
     """What tells whether a backward pass wrote a parameter's gradient (a new tensor or an
     in-place accumulation)."""
@@ -416,6 +429,13 @@ def run_torch(rec: Record, script: str) -> None:
         state = state_of(module)
         for k, v in state.items():
             rec.arrays[f"init/{prefix}{k}"] = v
+        if rec.spec.get("perturb"):   # a second run measuring torch's own sensitivity to rounding:
+            # the first run's initial weights (an unseeded program draws others), rounded differently
+            with np.load(os.path.join(rec.spec["torch_record"], "arrays.npz")) as first, torch.no_grad():
+                for k, p in module.named_parameters():
+                    if f"init/{prefix}{k}" in first.files:
+                        p.copy_(torch.from_numpy(first[f"init/{prefix}{k}"]).to(p.dtype))
+            _round_differently(module.parameters(), torch)
         st["nets"].append({"prefix": prefix, "module": module, "state": lambda: state_of(module),
                            "params": module.named_parameters})
         if prefix:
