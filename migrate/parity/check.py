@@ -134,8 +134,10 @@ SENSITIVITY_FACTOR = 2.0
 
 
 def sensitivity(tmeta: dict, tarr: dict, pmeta: dict, parr: dict) -> dict[tuple[int, str | None], float]:
-    """(step, parameter or None for the loss) -> how far torch's loss and state moved between its run and a run whose initial
-    weights differ by float32 rounding (one unit in the last place, on about half the elements)."""
+    """(step, parameter or None for the loss) -> how far rounding moves torch's own loss and state:
+    torch run again from its initial weights rounded differently. One such run moves some tensors
+    little by chance, so a tensor's distance is the step's largest relative movement over the
+    network (movement / the tensor's largest magnitude) times its own largest magnitude."""
     mappings, _ = network_mappings(tmeta, tmeta)
     out = {}
     for i, loss in enumerate(tmeta["losses"]):
@@ -144,9 +146,13 @@ def sensitivity(tmeta: dict, tarr: dict, pmeta: dict, parr: dict) -> dict[tuple[
         if loss is not None and again is not None:
             out[(step, None)] = abs(again - loss)   # the loss (None: no tensor name)
         moved = _mapped(parr, f"state/{step}", mappings)
+        scales, relative = {}, 0.0
         for name, ref in _mapped(tarr, f"state/{step}", mappings).items():
-            if name in moved and moved[name].shape == ref.shape:
-                out[(step, name)] = _diff(moved[name], ref)[0]
+            scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+            if name in moved and moved[name].shape == ref.shape and scale > 0:
+                scales[name] = scale
+                relative = max(relative, _diff(moved[name], ref)[0] / scale)
+        out.update({(step, name): relative * scale for name, scale in scales.items()})
     return out
 
 
