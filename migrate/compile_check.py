@@ -1,7 +1,8 @@
 """The converter checks its own output with the lint analysis: a step it compiled with `@ms.jit`
 whose code a static graph would compute differently (a `random` draw or a global write frozen at
 compile time, MSG2xx) or not compile at all (MSG1xx) is left in PyNative instead, with a marker.
-PyNative runs the Python of every call, as torch does; the marker says what to fix to compile it."""
+PyNative runs the Python of every call, as torch does; the marker says what to fix to compile it.
+Network calls compiled outside the steps (rules.COMPILING_HELPER) run uncompiled then too."""
 from __future__ import annotations
 
 import re
@@ -22,9 +23,12 @@ _JIT_DECORATOR = re.compile(r"^([ \t]*)@(?:ms|mindspore)\.jit[ \t]*(?:#.*)?$")
 def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, list[Diagnostic]]:
     """`code` with the `@ms.jit` decorators the conversion added replaced by a marker when the
     lint analysis finds unsound graph code in the file, and the diagnostics that say so."""
+    from msmigrate.rules import COMPILING_HELPER
+
     lines = code.splitlines(keepends=True)
     added = [i for i, ln in enumerate(lines) if _JIT_DECORATOR.match(ln) and ln.strip() not in source]
-    if not added:
+    compiled_calls = f"{COMPILING_HELPER}(" in code and COMPILING_HELPER not in source
+    if not added and not compiled_calls:
         return code, []
     from msmigrate.lint import lint_source
     from msmigrate.lint.config import LintConfig
@@ -38,6 +42,8 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         return code, []
     regions = {i: _step_region(lines, i) for i in added}
     unplaced = [f for f in findings if not any(a <= f.line - 1 <= b for a, b in regions.values())]
+    if unplaced and compiled_calls:   # the networks called outside the steps run uncompiled too
+        return uncompile_unsound_steps("".join(_uncompiled_calls(lines, COMPILING_HELPER)), source, path)
     diagnostics = []
     for i in added:
         a, b = regions[i]
@@ -59,6 +65,21 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         diagnostics.append(Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
                                       "warning", False, "review"))
     return "".join(lines), diagnostics
+
+
+def _uncompiled_calls(lines: list[str], helper: str) -> list[str]:
+    """`helper(net, x)` -> `net(x)` on every line, and the helper's definition removed."""
+    call = re.compile(rf"\b{re.escape(helper)}\(([\w.]+)(?:, *)?")
+    out, skipping = [], False
+    for ln in lines:
+        if ln.startswith(f"def {helper}("):
+            skipping = True
+            continue
+        if skipping and (not ln.strip() or ln[0] in " \t"):
+            continue
+        skipping = False
+        out.append(call.sub(lambda m: m.group(1) + "(", ln))
+    return out
 
 
 def _step_region(lines: list[str], at: int) -> tuple[int, int]:

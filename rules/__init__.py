@@ -28,3 +28,8 @@ INPLACE = "functional.write_back"
 # still called as written, so what its calls pass in is known (msmigrate.arguments).
 PLAIN_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad",
                               "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
+
+# The generated helper compiling network calls outside the train step (rules/compiled_forward.py):
+# the converter's own check (msmigrate.compile_check) calls the network directly instead where
+# the file has code a static graph would freeze or reject.
+COMPILING_HELPER = "msmigrate_forward"

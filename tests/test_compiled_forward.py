@@ -98,3 +98,24 @@ def test_a_growing_input_is_not_compiled():
             for _ in range(5):
                 seq = torch.cat((seq, model(seq)[-1:]), 0)
         """) == []
+
+
+def test_networks_whose_code_a_graph_would_freeze_are_called_uncompiled():
+    """A construct drawing from NumPy (frozen at compile time in a graph): the step is left
+    uncompiled (MSC109), and so are the evaluation calls, with no helper left behind."""
+    head = HEAD.replace("        return self.fc(x)",
+                        "        return self.fc(x) + torch.from_numpy(np.random.rand(1).astype(np.float32))")
+    source = "import numpy as np\n" + head + textwrap.dedent("""
+        for x in data:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        with torch.no_grad():
+            for x in data:
+                print(model(x))
+        """)
+    result = convert_source(source, "t.py")
+    assert "MSC109" in {d.code for d in result.diagnostics}
+    assert "msmigrate_forward" not in result.code and "print(model(x))" in result.code
+    assert "MSG203 at line 13 of the converted code" in result.code   # a line of the final code:
+    assert "np.random.rand" in result.code.splitlines()[12]

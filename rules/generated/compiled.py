@@ -14,6 +14,6 @@ def msmigrate_forward(network, *args, **kwargs):
     if compiled is not False:
         try:
             return compiled(*args, **kwargs)
-        except (TypeError, ValueError, RuntimeError, AttributeError, NameError, SyntaxError, IndexError):
+        except (TypeError, ValueError, RuntimeError, AttributeError, NameError, SyntaxError, IndexError, OSError):
             network.__dict__["_msmigrate_forward"] = False
     return network(*args, **kwargs)
