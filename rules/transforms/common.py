@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from pathlib import Path
 
@@ -20,24 +21,36 @@ def generated(site, *functions) -> cst.Name:
     return site.rw.imports.define(functions[-1].__name__, "")
 
 
-def generated_text(plan, module: str, *names: str) -> cst.Name | None:
+def with_file_names(plan, source: str, names: dict[str, str]) -> str:
+    """Generated code written with MindSpore's usual short names (`names`: short -> module, e.g.
+    ms -> mindspore) rewritten to the file's references to those modules (`plan`: the file's
+    ImportPlan, which requests their imports): the file may bind `ms` or `ops` to something else."""
+    refs = {short: plan.ref(module) for short, module in names.items()
+            if re.search(rf"(?<![\w.]){short}\.(?=[A-Za-z_])", source)}
+    if not refs:
+        return source
+    code = {short: cst.Module([]).code_for_node(ref) for short, ref in refs.items()}
+    return re.sub(r"(?<![\w.])(%s)\.(?=[A-Za-z_])" % "|".join(map(re.escape, code)),
+                  lambda m: code[m.group(1)] + ".", source)
+
+
+def generated_text(plan, module: str, *names: str) -> cst.Name:
     """Copy the top-level definitions `names` (helpers first) of rules/generated/`module`.py, a
-    file read as text because it imports MindSpore, into the converted file, with the imports that
-    file opens with (`plan`: the file's ImportPlan); a reference to the last one. None where the converted file binds one of
-    those import names to something else (the copies would not see MindSpore's)."""
+    file read as text because it imports MindSpore, into the converted file (`plan`: its
+    ImportPlan), the names that file imports rewritten to the converted file's; a reference to
+    the last one."""
     source = (Path(generated_package.__file__).parent / f"{module}.py").read_text()
     tree = ast.parse(source)
+    imported = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 qualname = alias.name if isinstance(stmt, ast.Import) else f"{stmt.module}.{alias.name}"
-                ref = plan.ref(qualname)
-                if not (isinstance(ref, cst.Name) and ref.value == (alias.asname or alias.name)):
-                    return None
+                imported[alias.asname or alias.name] = qualname
     segments = {stmt.name: ast.get_source_segment(source, stmt) for stmt in tree.body
                 if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
     for name in names:
-        plan.define(name, segments[name])
+        plan.define(name, with_file_names(plan, segments[name], imported))
     return plan.define(names[-1], "")
 
 

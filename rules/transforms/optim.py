@@ -119,10 +119,9 @@ def adam(site):
     except ValueError:
         raise Unconvertible("amsgrad= or decoupled_weight_decay= is not a literal: which update?",
                             "manual") from None
-    fused = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam") \
-        if not amsgrad else None
-    if fused is None:
+    if amsgrad:
         return _eoptim_adamw(site, decoupled)
+    fused = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam")
     args = site.standard_args(skip=("amsgrad", "decoupled_weight_decay"))
     if decoupled:
         if not site.has("weight_decay"):

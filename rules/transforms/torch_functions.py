@@ -8,6 +8,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
+from msmigrate.rules.transforms.common import with_file_names
 
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
           cst.SimpleString, cst.Tuple, cst.List)
@@ -1249,10 +1250,7 @@ def generated_cell(site):
             for function in _generated_needs(functions, called):
                 site.rw.imports.define(function.__name__,
                                        _module_imports(site, textwrap.dedent(inspect.getsource(function))))
-    alias = {short: site.code(site.ref(module)) for short, module in _CELL_NAMES.items()
-             if re.search(rf"\b{short}\.", source)}
-    source = re.sub(r"\b(%s)\." % "|".join(alias), lambda m: alias[m.group(1)] + ".", source)
-    cls = site.rw.imports.define(name, source)
+    cls = site.rw.imports.define(name, with_file_names(site.rw.imports, source, _CELL_NAMES))
     if not site.is_call:
         return cls
     if site.unbound:
@@ -1266,17 +1264,15 @@ _GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("fr
 
 def _module_imports(site, source: str) -> str:
     """A generated function's own MindSpore imports, made the file's (MindSpore's graph mode
-    compiles no import statement): the lines go, the names become the file's aliases."""
+    compiles no import statement): the lines go, the names become the file's references."""
     import re
-    alias = {}
+    names = {}
     for short, (line, module) in _GENERATED_IMPORTS.items():
         found = re.compile(rf"^[ \t]*{re.escape(line)}[ \t]*\n", re.M)
         if found.search(source):
             source = found.sub("", source)
-            alias[short] = site.code(site.ref(module))
-    if not alias:
-        return source
-    return re.sub(r"\b(%s)\." % "|".join(alias), lambda m: alias[m.group(1)] + ".", source)
+            names[short] = module
+    return with_file_names(site.rw.imports, source, names)
 
 
 def _generated_needs(module, name: str, seen=None) -> list:
