@@ -2,7 +2,8 @@
 (`transforms/`), and lint rules (`lint/`). The engine in `msmigrate` knows none of it."""
 
 # Multi-statement rewrites run before the table-driven pass, in this order.
-STRUCTURAL_PASSES = ["msmigrate.rules.accelerate:AcceleratePass",
+STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
+                     "msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.autograd_function:AutogradFunctionPass",
                      "msmigrate.rules.device_type:DeviceTypePass",
                      "msmigrate.rules.tensor_type_names:TensorTypeNamesPass",

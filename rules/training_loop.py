@@ -82,23 +82,6 @@ def _assigned_name(stmt) -> str | None:
     return None
 
 
-def _split_lines(body: list) -> list:
-    """`a; b; loss.backward(); c` -> one statement per line (only blocks the pass rewrites)."""
-    out = []
-    for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1 and \
-                any(isinstance(s, cst.Expr) and ".backward" in cst.Module([]).code_for_node(s) for s in stmt.body):
-            for i, small in enumerate(stmt.body):
-                out.append(cst.SimpleStatementLine(
-                    [small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
-                    leading_lines=stmt.leading_lines if i == 0 else [],
-                    trailing_whitespace=stmt.trailing_whitespace if i == len(stmt.body) - 1
-                    else cst.TrailingWhitespace()))
-        else:
-            out.append(stmt)
-    return out
-
-
 class _PlaceRefs(cst.CSTTransformer):
     def __init__(self, refs: list[str], plan) -> None:
         self.refs, self.plan = refs, plan
@@ -453,8 +436,7 @@ class TrainingLoopPass(cst.CSTTransformer):
         return updated.with_changes(body=self._block(list(updated.body)))
 
     def _block(self, body: list) -> list:
-        if any(isinstance(s, cst.SimpleStatementLine) and len(s.body) > 1 for s in body):
-            body = _split_lines(body)
+        # (`a; loss.backward(); b` lines were split by rules/split_statements.py)
         backwards = [i for i, stmt in enumerate(body) if _method_stmt(stmt, "backward") is not None]
         if len(backwards) == 1:
             body = self._rewrite(body, backwards[0])

@@ -531,3 +531,15 @@ def _run_stdout(path) -> str:
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
+
+
+@pytest.mark.framework
+def test_statements_joined_by_semicolons_train_like_torch(tmp_path):
+    name = "one_line_statements.py"
+    result = convert_source((PROGRAMS / name).read_text(), name)
+    assert not result.diagnostics, result.diagnostics
+    assert "def forward_fn():" in result.code and ";" not in result.code.split('"""', 2)[2]
+    out = tmp_path / name
+    out.write_text(result.code)
+    want, got = _printed_losses(PROGRAMS / name), _printed_losses(out, cwd=tmp_path)
+    assert len(want) == 3 and got == pytest.approx(want, abs=2e-6), (want, got)
