@@ -24,14 +24,13 @@ import libcst as cst
 from msmigrate.arguments import argument_objects
 from msmigrate.names import dotted, resolve
 from msmigrate.rules import PLAIN_DECORATORS
-from msmigrate.rules.training_loop import NO_GRAD, ModuleInstances
+from msmigrate.rules.training_loop import RETURNS_MODULE, NO_GRAD, ModuleInstances
 from msmigrate.rules.transforms.common import generated_text
 
 _DIFFERENTIATES = re.compile(r"\.backward\(|\bgrad\(")
 _GROWS = re.compile(r"\b(cat|concat|concatenate|stack|hstack|vstack|append)\(")
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "eval", "train"})
 _CALLERS_DEPTH = 4
 
 
@@ -65,7 +64,7 @@ class CompiledForwardPass(cst.CSTTransformer):
         if self.ctx.names.tree is None:
             return {}
         project = {**self.ctx.project, **{c: "torch.nn.Module" for c in classes}}
-        facts = argument_objects(self.ctx.names.tree, self.imports, project, _RETURNS_SELF, PLAIN_DECORATORS)
+        facts = argument_objects(self.ctx.names.tree, self.imports, project, RETURNS_MODULE, PLAIN_DECORATORS)
         return {f: {p for p, api in params.items() if api == "torch.nn.Module" or self._network_class(api)}
                 for f, params in facts.items()}
 

@@ -229,6 +229,10 @@ def prefix_statement(holder: str) -> str:
     return f"{holder}.update_parameters_name({prefix + '.'!r})"
 
 
+# methods of a module returning the module itself
+RETURNS_MODULE = frozenset({"to", "cuda", "cpu", "float", "double", "half", "eval", "train", "requires_grad_"})
+
+
 class ModuleInstances(cst.CSTVisitor):
     """Names bound to a new network: `net = Net()`, `eval_net, target_net = Net(), Net()`, where
     Net is a class of this file deriving from a torch.nn class (directly or through another) or
@@ -250,7 +254,10 @@ class ModuleInstances(cst.CSTVisitor):
 
     def _module(self, value) -> bool:
         """A network: an instance of a module class of the project (a bare torch.nn layer or
-        loss is no network of its own)."""
+        loss is no network of its own), also through methods returning it (`Net().to(device)`)."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in RETURNS_MODULE and isinstance(value.func.value, cst.Call):
+            value = value.func.value
         if not isinstance(value, cst.Call):
             return False
         name = dotted(value.func) or ""

@@ -45,6 +45,15 @@ def test_a_test_loop_after_the_training_loop_is_compiled():
     assert calls == ["print(msmigrate_forward(model, x).sum().item())"]
 
 
+def test_a_network_made_and_moved_in_one_expression_is_one():
+    calls = compiled_calls("""
+        net = Net().to("cpu").eval()
+        for x in data:
+            print(net(x))
+        """)
+    assert calls == ["print(msmigrate_forward(net, x))"]
+
+
 def test_a_forward_unrolled_in_a_loop_before_backward_is_not_compiled():
     assert compiled_calls("""
         for x in data:
