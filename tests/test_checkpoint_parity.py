@@ -215,6 +215,14 @@ def test_target_network_refreshed_between_compiled_steps_like_torch(tmp_path):
 
 
 @pytest.mark.framework
+def test_target_network_made_with_to_device_trains_like_torch(tmp_path):
+    """`target_net = DQN().to(device)` is a network too: prefixed like the trained one (the
+    compiled step had refused their colliding parameter names)."""
+    losses = _same_losses(tmp_path, "target_network_moved.py", 4)
+    assert len(set(losses)) == 4
+
+
+@pytest.mark.framework
 def test_checkpoint_loaded_after_compiled_steps_resumes_like_torch(tmp_path):
     """2 steps, a checkpoint, 2 steps, the checkpoint loaded back, 2 steps: the last two losses
     repeat steps 2 and 3 in both frameworks. load_param_into_net (set_data) there left the
