@@ -78,6 +78,45 @@ def is_statement_type(kind: type) -> bool:
         return found
 
 
+class PathTransformer(cst.CSTTransformer):
+    """A pass that visits only the nodes in `self.path` (ids of the nodes on the way to what it
+    rewrites, found by a scan first): libcst rebuilds every visited node, and a rebuilt statement
+    loses its original position for later diagnostics."""
+
+    path: set[int] = frozenset()
+
+    def on_visit(self, node) -> bool:
+        return id(node) in self.path and super().on_visit(node)
+
+    def on_leave(self, original, updated):
+        if id(original) not in self.path:
+            return updated
+        return super().on_leave(original, updated)
+
+
+class PathScan(cst.CSTVisitor):
+    """The nodes `wanted(node, ancestors)` accepts (`targets`, ids; ancestors from the module
+    down to the node itself) and every node on the way to them (`path`, ids): what a
+    PathTransformer visits."""
+
+    def __init__(self, wanted) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.stack: list = []
+        self.targets: set[int] = set()
+        self.path: set[int] = set()
+
+    def on_visit(self, node) -> bool:
+        self.stack.append(node)
+        if self.wanted(node, self.stack):
+            self.targets.add(id(node))
+            self.path.update(map(id, self.stack))
+        return True
+
+    def on_leave(self, node) -> None:
+        self.stack.pop()
+
+
 class FocusedTransformer(cst.CSTTransformer):
     """A pass that visits only the statements `self.wants` (statement -> bool) accepts and hands
     back the original node wherever it rewrote nothing below it, so that untouched code keeps its

@@ -22,7 +22,7 @@ import re
 import libcst as cst
 
 from msmigrate.arguments import argument_objects
-from msmigrate.names import dotted, resolve
+from msmigrate.names import PathScan, PathTransformer, dotted, resolve
 from msmigrate.rules import PLAIN_DECORATORS
 from msmigrate.rules.training_loop import RETURNS_MODULE, NO_GRAD, ModuleInstances
 from msmigrate.rules.transforms.common import generated_text
@@ -34,7 +34,7 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CALLERS_DEPTH = 4
 
 
-class CompiledForwardPass(cst.CSTTransformer):
+class CompiledForwardPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return "for " in source or "while " in source
@@ -48,7 +48,8 @@ class CompiledForwardPass(cst.CSTTransformer):
         self.networks = instances.names
         self.parameters = self._network_parameters(instances.classes)
         self.differentiating = self._differentiating_functions()
-        scan = _Prescan(self)
+        self.callers: dict[str, list] = {}   # function name -> ancestor chains of its calls
+        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Call) and self.compiles(node, ancestors))
         ctx.module.visit(scan)
         self.targets, self.path = scan.targets, scan.path
         self.helper = generated_text(ctx.plan, "compiled", "msmigrate_forward") if self.targets else None
@@ -83,14 +84,6 @@ class CompiledForwardPass(cst.CSTTransformer):
     @staticmethod
     def _differentiates(text: str, functions: set[str]) -> bool:
         return bool(_DIFFERENTIATES.search(text)) or any(re.search(rf"\b{re.escape(f)}\(", text) for f in functions)
-
-    def on_visit(self, node) -> bool:
-        return id(node) in self.path and super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        if id(original) not in self.path:
-            return updated
-        return super().on_leave(original, updated)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) not in self.targets:
@@ -145,9 +138,12 @@ class CompiledForwardPass(cst.CSTTransformer):
             return scope is not None   # a lambda or class body: not followed
         if depth == 0:
             return True
-        callers = _Callers(scope.name.value)
-        self.ctx.module.visit(callers)
-        return any(self._differentiated(chain, depth - 1) for chain in callers.chains)
+        chains = self.callers.get(scope.name.value)
+        if chains is None:   # one scan of the module per function, whatever its calls of networks
+            callers = _Callers(scope.name.value)
+            self.ctx.module.visit(callers)
+            chains = self.callers[scope.name.value] = callers.chains
+        return any(self._differentiated(chain, depth - 1) for chain in chains)
 
     def _grows(self, call: cst.Call, loop) -> bool:
         """An argument rebound in the loop by a concatenation (a sequence growing per step)."""
@@ -224,18 +220,3 @@ class _Callers(_Ancestry):
         super().__init__(lambda node: isinstance(node, cst.Call) and (
             (isinstance(node.func, cst.Name) and node.func.value == name)
             or (isinstance(node.func, cst.Attribute) and node.func.attr.value == name)))
-
-
-class _Prescan(_Ancestry):
-    def __init__(self, owner: CompiledForwardPass) -> None:
-        super().__init__(lambda node: isinstance(node, cst.Call))
-        self.owner = owner
-        self.targets: set[int] = set()
-        self.path: set[int] = set()
-
-    def on_visit(self, node) -> bool:
-        self.stack.append(node)
-        if isinstance(node, cst.Call) and self.owner.compiles(node, self.stack):
-            self.targets.add(id(node))
-            self.path.update(map(id, self.stack))
-        return True

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, dotted, resolve
+from msmigrate.names import Bindings, PathScan, PathTransformer, dotted, resolve
 
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
 NAMED_DEVICE = "<a name bound to torch.device>"
 
 
-class DeviceTypePass(cst.CSTTransformer):
+class DeviceTypePass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return ").type" in source or ("device" in source and ".type" in source)
@@ -29,17 +29,9 @@ class DeviceTypePass(cst.CSTTransformer):
         self.device_names = bindings.only_chosen
         # only the nodes on the way to a rewritten `.type` are visited (libcst rebuilds every
         # visited node, and a rebuilt statement loses its original position)
-        scan = _Prescan(self)
+        scan = PathScan(lambda node, ancestors: self._target(node) is not None)
         ctx.module.visit(scan)
         self.path = scan.path
-
-    def on_visit(self, node) -> bool:
-        return id(node) in self.path and super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        if id(original) not in self.path:
-            return updated
-        return super().on_leave(original, updated)
 
     def _target(self, node) -> str | None:
         """The API whose result's `.type` `node` reads, when this pass rewrites it."""
@@ -71,20 +63,3 @@ class DeviceTypePass(cst.CSTTransformer):
             return cst.SimpleString(repr(kind.evaluated_value.split(":")[0]))
         # a string ('cuda:1') or a device; str() of either starts with the type
         return cst.parse_expression(f"str({cst.Module([]).code_for_node(kind)}).split(':')[0]")
-
-
-class _Prescan(cst.CSTVisitor):
-    def __init__(self, owner: DeviceTypePass) -> None:
-        super().__init__()
-        self.owner = owner
-        self.stack: list[int] = []
-        self.path: set[int] = set()
-
-    def on_visit(self, node) -> bool:
-        self.stack.append(id(node))
-        if self.owner._target(node) is not None:
-            self.path.update(self.stack)
-        return True
-
-    def on_leave(self, node) -> None:
-        self.stack.pop()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, dotted, resolve
+from msmigrate.names import Bindings, PathScan, PathTransformer, dotted, resolve
 
 CATS = {"torch.cat", "torch.concat", "torch.concatenate"}
 _LEGACY_TYPES = {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
                  "ByteTensor", "CharTensor", "BoolTensor"}
 
 
-class EmptyCatPass(cst.CSTTransformer):
+class EmptyCatPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return "cat" in source and ("Tensor()" in source or "[])" in source or "(0)" in source)
@@ -28,7 +28,7 @@ class EmptyCatPass(cst.CSTTransformer):
         bindings = Bindings(self._is_placeholder)
         ctx.module.visit(bindings)
         self.placeholders = bindings.chosen   # bound to one at least once (then grown by cat)
-        scan = _Prescan(self)
+        scan = PathScan(lambda node, ancestors: self.target(node))
         ctx.module.visit(scan)
         self.targets, self.path = scan.targets, scan.path
 
@@ -56,14 +56,6 @@ class EmptyCatPass(cst.CSTTransformer):
         return isinstance(seq, (cst.Tuple, cst.List)) and any(
             dotted(e.value) in self.placeholders for e in seq.elements if not isinstance(e, cst.StarredElement))
 
-    def on_visit(self, node) -> bool:
-        return id(node) in self.path and super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        if id(original) not in self.path:
-            return updated
-        return super().on_leave(original, updated)
-
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) not in self.targets:
             return updated
@@ -85,22 +77,3 @@ def _names(node) -> list:
 
     node.visit(_V())
     return found
-
-
-class _Prescan(cst.CSTVisitor):
-    def __init__(self, owner: EmptyCatPass) -> None:
-        super().__init__()
-        self.owner = owner
-        self.stack: list[int] = []
-        self.path: set[int] = set()
-        self.targets: set[int] = set()
-
-    def on_visit(self, node) -> bool:
-        self.stack.append(id(node))
-        if self.owner.target(node):
-            self.targets.add(id(node))
-            self.path.update(self.stack)
-        return True
-
-    def on_leave(self, node) -> None:
-        self.stack.pop()

@@ -31,7 +31,8 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
-from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve
+from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, dotted, is_source, is_statement_type,
+                             params_of, resolve)
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -316,7 +317,7 @@ def _walk(node):
         yield from _walk(child)
 
 
-class TrainingLoopPass(cst.CSTTransformer):
+class TrainingLoopPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return ".backward(" in source
@@ -355,14 +356,6 @@ class TrainingLoopPass(cst.CSTTransformer):
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
-
-    def on_visit(self, node) -> bool:
-        return id(node) in self.path and super().on_visit(node)
-
-    def on_leave(self, original, updated):
-        if id(original) not in self.path:
-            return updated
-        return super().on_leave(original, updated)
 
     # ---- bookkeeping ----------------------------------------------------------------
     def visit_FunctionDef(self, node) -> None:
