@@ -76,3 +76,28 @@ def csv_table(path: str, n_rows: int, n_features: int, kind: str = "binary", hea
 
 def ensure_dir(path: str) -> None:
     os.makedirs(path, exist_ok=True)
+
+
+def cora_graph(directory: str = "data/cora", n_nodes: int = 1500, n_features: int = 64, n_classes: int = 7,
+               n_edges: int = 4000, seed: int = 0) -> None:
+    """A citation graph in Cora's two files: `cora.content` (paper id, 0/1 word features, class
+    name; tab separated) and `cora.cites` (cited id, citing id). Ids are sparse integers like the
+    real ones; every node has a feature set so no row is all zero."""
+    rng = _rng(seed)
+    ids = rng.choice(np.arange(1000, 1000 + 50 * n_nodes), n_nodes, replace=False)
+    names = [f"Topic_{c}" for c in range(n_classes)]
+    labels = rng.integers(0, n_classes, n_nodes)
+    centers = rng.random((n_classes, n_features)) < 0.15   # class-dependent words
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "cora.content", "w") as fh:
+        for i in range(n_nodes):
+            words = centers[labels[i]] ^ (rng.random(n_features) < 0.05)
+            words[rng.integers(n_features)] = True
+            fh.write("\t".join([str(ids[i]), *map(str, words.astype(int)), names[labels[i]]]) + "\n")
+    src = rng.integers(0, n_nodes, n_edges)
+    dst = rng.integers(0, n_nodes, n_edges)
+    keep = src != dst
+    with open(d / "cora.cites", "w") as fh:
+        for a, b in zip(src[keep], dst[keep]):
+            fh.write(f"{ids[a]}\t{ids[b]}\n")
