@@ -28,7 +28,7 @@ def cli() -> None:
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report of every conversion and diagnostic, and the summary.")
 @click.option("--no-lint", is_flag=True, help="Do not lint the converted code for static-graph problems.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only errors and the summary.")
-@click.option("--copy-other", is_flag=True, help="With -o: also copy the files that are not converted (data, configs).")
+@click.option("--copy-other", is_flag=True, help="With -o: also copy the files that are not converted (data, configs) and the empty directories.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, help="Worker processes (default 0: all CPUs).")
 @click.option("--max-size", "max_mb", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
               help="Files using torch larger than this many MB are reported, not converted.")

@@ -454,6 +454,9 @@ def _copy_other(src: Path, dest: Path, errors: list, err) -> None:
     try:
         if os.path.realpath(src) == os.path.realpath(dest):
             return
+        if src.is_dir():   # an empty directory of the input tree
+            dest.mkdir(parents=True, exist_ok=True)
+            return
         copy_atomic(src, dest)
     except OSError as exc:
         e = _error(src, f"cannot copy to {dest}: {exc.strerror or exc} (check permissions and links)")
@@ -514,8 +517,7 @@ def _attach_project_facts(jobs: list[Job], pool: "_Pool", direct: set[Path]) -> 
                 name = f"{package}.__notebook_{stem}" if package else f"__notebook_{stem}"
             job.project = project.names_for(name, s)
             job.classes = {local: (str(paths[origin]), *project.modules[origin].class_lines[cls])
-                           for local, (origin, cls) in project.class_origins(name, s).items()
-                           if local in job.project}
+                           for local, (origin, cls) in project.class_origins(name, s).items()}
 
 
 def _imported_siblings(summary, directory: Path) -> set[Path]:

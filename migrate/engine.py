@@ -20,8 +20,8 @@ from msmigrate.arguments import argument_objects
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
-from msmigrate.names import (SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
-                             TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
+from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
+                             plain_classes, TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
                              taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 from msmigrate.compile_check import uncompile_unsound_steps
@@ -105,10 +105,13 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     plan.source_tree = names.tree
     ctx = FileContext(path, source, module, plan, Reporter(path),
                       positions, names, project, dict(project_classes or {}), source_map)
+    # project classes without a torch fact are plain ones (msmigrate.project.class_origins)
+    ctx.plain_classes = plain_classes(names.tree, {n for n in ctx.project_classes if n not in ctx.project})
     if names.tree is not None:
         from msmigrate.rules import PLAIN_DECORATORS
 
-        ctx.arguments = argument_objects(names.tree, names.imports, project, _RETURNS_SELF, PLAIN_DECORATORS)
+        facts = {**{c: PLAIN_OBJECT for c in ctx.plain_classes}, **ctx.project}
+        ctx.arguments = argument_objects(names.tree, names.imports, facts, _RETURNS_SELF, PLAIN_DECORATORS)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -138,6 +141,7 @@ class FileContext:
     not_tensors: set = field(default_factory=set)   # names a pass knows hold no Tensor (their .backward(x) is no Tensor.backward)
     # function name -> {parameter -> torch API of the object every call passes} (msmigrate.arguments)
     arguments: dict = field(default_factory=dict)
+    plain_classes: set = field(default_factory=set)   # classes of plain Python objects (names.plain_classes)
 
     def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
         """A test for original statements: False only when none of `words` occurs as an
@@ -460,6 +464,23 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
     return bound, unbound
 
 
+def _binds(record: ApiRecord, args) -> bool:
+    """Could this call be one of `record`'s API (its keywords are parameters of it, its
+    positionals fit)? True where the record lists no signature or the call unpacks `*`/`**`."""
+    if not record.args or any(a.star for a in args):
+        return True
+    names = {a.lstrip("*") for a in record.args if a != "*"}
+    if any(a.startswith("**") for a in record.args):
+        return True
+    keywords = {a.keyword.value for a in args if a.keyword is not None}
+    if keywords - names - {"input", "out"}:
+        return False
+    positional = [a for a in record.args if a != "*"]
+    cut = record.args.index("*") if "*" in record.args else len(record.args)
+    n_pos = sum(1 for a in args if a.keyword is None)
+    return n_pos <= cut or any(a.startswith("*") and not a.startswith("**") for a in positional)
+
+
 _QUALNAME_IN_PIN = re.compile(r"@([A-Za-z_][\w.]*)")
 
 
@@ -610,6 +631,8 @@ class Rewriter(cst.CSTTransformer):
         self.replace: dict[int, cst.CSTNode] = {}
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
+        # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
+        self.plain_objects: set[str] = set()
         self.local_classes: dict[str, ApiRecord] = {}
         self.inherited_constructors: set[str] = set()   # local classes built by a torch base's __init__
         for name, qualname in ctx.project.items():   # classes and factories from other files
@@ -834,6 +857,10 @@ class Rewriter(cst.CSTTransformer):
         shadowed = {}
         passed = {} if in_class else self.ctx.arguments.get(node.name.value, {})
         for param in params_of(node.params):
+            if passed.get(param) == PLAIN_OBJECT:
+                self.plain_objects.add(param)
+            else:
+                self.plain_objects.discard(param)
             rec = self.table.lookup(passed[param]) if param in passed else None
             if rec is not None and rec.instance_call:
                 shadowed[param] = self.instances.get(param)
@@ -888,6 +915,7 @@ class Rewriter(cst.CSTTransformer):
     def leave_ClassDef(self, original, updated):
         self.scopes.pop()
         self.cell_classes.pop()
+        self.plain_objects = {n for n in self.plain_objects if not n.startswith("self.")}
         bases = []
         root: ApiRecord | None = None
         self.pos_stack.append(self._pos(original))
@@ -1080,6 +1108,8 @@ class Rewriter(cst.CSTTransformer):
             return False
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return False
+        if dotted(receiver) in self.plain_objects:
+            return False
         root = dotted(receiver.func if isinstance(receiver, cst.Call) else receiver)
         if root is not None:
             bound = self.scopes.resolve_name(root.split(".")[0])
@@ -1198,9 +1228,13 @@ class Rewriter(cst.CSTTransformer):
             bound = self.scopes.resolve_name(root.split(".")[0])
             if bound is not None and not is_source(bound):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
+            if root in self.plain_objects:
+                return updated  # `memory.size()` of a replay buffer: the program's own method
         rec = self._pick_method(candidates, receiver)
         if rec is None:
             return updated
+        if self._receiver_instance(receiver) is None and not _binds(rec, original.args):
+            return updated  # `learner.train(epochs=10)`: not the torch method of that name
         if rec.calls_object:   # `criterion.forward(out, y)` is `criterion(out, y)`
             inst = self.instances.get(root or "")
             if inst is not None and inst.instance_call:
@@ -1312,6 +1346,12 @@ class Rewriter(cst.CSTTransformer):
         return None
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        made = original.value.func if isinstance(original.value, cst.Call) else None
+        plain = made is not None and dotted(made) in self.ctx.plain_classes
+        for t in original.targets:
+            name = dotted(t.target)
+            if name is not None:
+                (self.plain_objects.add if plain else self.plain_objects.discard)(name)
         target = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(original.value, (cst.Tuple, cst.List)):
             return self._bind_unpacked(original, updated, target.elements, original.value.elements)

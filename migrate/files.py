@@ -107,7 +107,8 @@ def iter_python_files(paths: list[Path]) -> list[tuple[Path, Path]]:
 def walk_tree(paths: list[Path], suffixes: tuple[str, ...] = (".py",), exclude: tuple[Path, ...] = (),
               others: bool = False) -> list[tuple[Path, Path, bool]]:
     """(file, root, is_source) triples in a stable order: every file under the given paths whose
-    name ends with one of `suffixes` (and, with `others`, every other file too, is_source False).
+    name ends with one of `suffixes` (and, with `others`, every other file and every empty
+    directory too, is_source False).
     Files passed directly are always sources. SKIP_DIRS, hidden directories and the `exclude`
     directories (an output directory inside the input tree) are not entered; directory
     symlinks are not followed, so symlink loops end the walk."""
@@ -130,6 +131,8 @@ def walk_tree(paths: list[Path], suffixes: tuple[str, ...] = (".py",), exclude: 
                 is_source = name.endswith(suffixes)
                 if is_source or (others and not name.endswith(".msmigrate.tmp")):
                     out.append((Path(dirpath) / name, p, is_source))
+            if others and not filenames and not dirnames and dirpath != str(p):
+                out.append((Path(dirpath), p, False))   # an empty directory (where a program saves)
     return out
 
 

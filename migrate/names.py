@@ -27,6 +27,29 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+# what a call of a plain Python class makes (no torch base: a replay buffer, a learner): an object
+# whose methods are the program's own, never Tensor or Module methods
+PLAIN_OBJECT = "builtins.object"
+
+
+def plain_classes(tree: _ast.Module | None, outside: set[str] = frozenset()) -> set[str]:
+    """The file's classes that derive from nothing but `object` or other plain classes (of
+    the file, or `outside`: plain classes of other project files as the file spells them)."""
+    plain = set(outside)
+    if tree is None:
+        return plain
+    classes = [n for n in _ast.walk(tree) if isinstance(n, _ast.ClassDef) and not n.keywords]
+    changed = True
+    while changed:
+        changed = False
+        for node in classes:
+            if node.name not in plain and all(
+                    (b := ast_dotted(base)) == "object" or b in plain for base in node.bases):
+                plain.add(node.name)
+                changed = True
+    return plain
+
+
 def ast_dotted(node: _ast.AST) -> str | None:
     """`dotted` for the standard library's ast nodes."""
     parts = []

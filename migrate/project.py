@@ -129,7 +129,11 @@ class Project:
     def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
         self.modules = {name: s for name, s in summaries.items() if s is not None}
         self.facts: dict[str, dict[str, str]] = {name: {} for name in self.modules}
+        # classes of plain Python objects: no torch base, only `object` or other such classes
+        # (a replay buffer, a learner): their methods are the file's own, never Tensor/Module ones
+        self.plain: dict[str, set[str]] = {name: set() for name in self.modules}
         self._solve()
+        self._solve_plain()
 
     # ---- resolution --------------------------------------------------------------------
     def _find_module(self, importer: str, module: str, level: int) -> str | None:
@@ -157,7 +161,8 @@ class Project:
 
     def _binding(self, module: str, name: str, depth: int = 0):
         """What `name` means at the top level of `module`: ("torch", qualname), ("module", m),
-        ("fact", torch qualname, (defining module, name)) or None."""
+        ("fact", torch qualname, (defining module, name)), ("plain", None, (defining module,
+        name)) for a plain class, or None."""
         if depth > _MAX_DEPTH:
             return None
         summary = self.modules.get(module)
@@ -165,7 +170,9 @@ class Project:
             return None
         if name in summary.classes or name in summary.functions:
             fact = self.facts[module].get(name)
-            return ("fact", fact, (module, name)) if fact else None
+            if fact:
+                return ("fact", fact, (module, name))
+            return ("plain", None, (module, name)) if name in self.plain[module] else None
         imp = summary.imports.get(name)
         if imp is not None:
             if imp[0] == "module":
@@ -237,6 +244,19 @@ class Project:
             if not changed:
                 return
 
+    def _solve_plain(self) -> None:
+        for _ in range(_MAX_ROUNDS):
+            changed = False
+            for module, summary in self.modules.items():
+                for name, bases in summary.classes.items():
+                    if name in self.plain[module] or name in self.facts[module]:
+                        continue
+                    if all(b == "object" or (self.resolve(module, b) or ("",))[0] == "plain" for b in bases):
+                        self.plain[module].add(name)
+                        changed = True
+            if not changed:
+                return
+
     def exports(self, module: str, depth: int = 0) -> dict[str, str]:
         """Names of `module` (its own and the ones it imports) that have a fact."""
         summary = self.modules.get(module)
@@ -279,14 +299,15 @@ class Project:
     def class_origins(self, module: str, summary: ModuleSummary | None = None) -> dict[str, tuple[str, str]]:
         """Names (as the file spells them, see names_for) of classes defined in other project
         files -> (defining module, class name): transforms that read a class body (a Dataset's
-        `__getitem__`) find it there."""
+        `__getitem__`) find it there. Plain classes (no torch base) are among them, without a
+        fact: the engine knows their objects hold no Tensor."""
         summary = summary or self.modules.get(module)
         if summary is None:
             return {}
         out: dict[str, tuple[str, str]] = {}
         for name in summary.imports:
             value = self._binding_in(module, summary, name)
-            if value is not None and value[0] == "fact":
+            if value is not None and value[0] in ("fact", "plain"):
                 origin = value[2]
                 if origin[0] != module and origin[1] in self.modules[origin[0]].classes:
                     out[name] = origin

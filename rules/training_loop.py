@@ -261,6 +261,8 @@ class ModuleInstances(cst.CSTVisitor):
             value = value.func.value
         if not isinstance(value, cst.Call):
             return False
+        if resolve(value.func, self.imports) == "copy.deepcopy" and len(value.args) == 1:
+            return dotted(value.args[0].value) in self.names   # `target = deepcopy(net)`
         name = dotted(value.func) or ""
         return name in self.classes or (name in self.project and self.project[name] == "torch.nn.Module") \
             or self.extra(resolve(value.func, self.imports) or "")
@@ -335,6 +337,8 @@ class TrainingLoopPass(PathTransformer):
         self.fresh = _Names(ctx.names.taken | set(ctx.names.imports))
         self.loops: list[list[cst.CSTNode]] = [[]]     # enclosing loops, per function scope
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
+        self.classes: list[cst.ClassDef] = []          # enclosing classes (original)
+        self._data_method_memo: dict[int, set[str]] = {}
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
         # the scan resolves through module-level imports and project names only: a statement
@@ -374,10 +378,57 @@ class TrainingLoopPass(PathTransformer):
 
     def visit_ClassDef(self, node) -> None:
         self.scopes.push_class(node, self.ctx.known_scope(node))
+        self.classes.append(node)
 
     def leave_ClassDef(self, original, updated):
         self.scopes.pop()
+        self.classes.pop()
         return updated
+
+    def _data_methods(self) -> set[str]:
+        """Methods of the enclosing class that only handle data: no `self(...)`, no attribute
+        of `self` bound to a torch object (a layer, a parameter, an optimizer) or to a call of a
+        network, and no other method of the class but such ones (`self.make_batch()` turning
+        the transitions it kept into tensors: inside the compiled step its Python would run once)."""
+        if not self.classes:
+            return set()
+        cls = self.classes[-1]
+        if id(cls) in self._data_method_memo:
+            return self._data_method_memo[id(cls)]
+        methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        torch_attrs = set()
+        for n in _walk(cls):
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call):
+                q = self._q(n.value.func)
+                if q.startswith("torch.") or (dotted(n.value.func) or "") in self.ctx.names.classes:
+                    torch_attrs |= {t.target.attr.value for t in n.targets if isinstance(t.target, cst.Attribute)
+                                    and dotted(t.target.value) == "self"}
+
+        def uses(fn) -> tuple[set[str], bool]:
+            attrs, calls_self = set(), False
+            for n in _walk(fn.body):
+                if isinstance(n, cst.Attribute) and dotted(n.value) == "self":
+                    attrs.add(n.attr.value)
+                elif isinstance(n, cst.Call) and dotted(n.func) == "self":
+                    calls_self = True
+            return attrs, calls_self
+
+        data = set()
+        for name, fn in methods.items():
+            if name.startswith("__") or name in ("forward", "construct"):
+                continue
+            attrs, calls_self = uses(fn)
+            if not calls_self and not attrs & torch_attrs:
+                data.add(name)
+        changed = True
+        while changed:   # a method calling another that is no data method is none either
+            changed = False
+            for name in list(data):
+                if uses(methods[name])[0] & (set(methods) - data):
+                    data.discard(name)
+                    changed = True
+        self._data_method_memo[id(cls)] = data
+        return data
 
     def visit_For(self, node) -> None:
         self.loops[-1].append(node)
@@ -724,6 +775,13 @@ class TrainingLoopPass(PathTransformer):
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
         chosen = self._keep_order(eff, chosen)
+        jumping = [j for j in range(chosen[0] + 1, chosen[-1]) if j not in chosen and _jumps([pre[j]])] \
+            if chosen else []
+        if jumping:   # it would run after the step, which torch may never have reached
+            body[b] = self._flag(backward_stmt, "manual", f"the statement at line {self._pos(pre[jumping[0]])[0]} "
+                                 f"may leave the loop body (continue/break/return) between statements the "
+                                 f"compiled step runs together: move it before or after them, then convert")
+            return body
         if chosen:
             free = backward_slice([pre[i] for i in chosen] + ([loss_stmt] if loss_stmt else []),
                                   {loss_name})[1]
@@ -1023,6 +1081,9 @@ class TrainingLoopPass(PathTransformer):
                     return
                 if isinstance(func, cst.Name) and func.value in self._functions() and leaves \
                         and not self._names_network(node, leaves):
+                    return
+                if isinstance(func, cst.Attribute) and dotted(func.value) == "self" \
+                        and func.attr.value in self._data_methods() and not self._names_network(node, leaves):
                     return
                 q = self._q(func)
                 # torch's tensor functions, NumPy, `random`: data, never the network

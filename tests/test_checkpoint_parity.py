@@ -223,6 +223,57 @@ def test_target_network_made_with_to_device_trains_like_torch(tmp_path):
 
 
 @pytest.mark.framework
+def test_plain_objects_and_deepcopy_target_train_like_torch(tmp_path):
+    """A replay buffer's own size()/put(), a learner's train(epochs=6) and a target network
+    refreshed by deepcopy: the program's methods stay its own (train(epochs=...) had become
+    set_train(True): nothing trained, silently), and the refresh copies into the Cell the step
+    calls. Six losses, torch's."""
+    losses = _same_losses(tmp_path, "learner_replay_deepcopy.py", 6)
+    assert len(set(losses)) == 6
+
+
+def test_plain_objects_methods_are_not_torch_methods():
+    """Receivers that are objects of plain classes (of the file, passed to a function, or held
+    in `self.`) keep their methods; an unknown receiver whose call does not fit the torch
+    signature (`learner.train(epochs=3)`) is not that torch method."""
+    src = ("import torch\nfrom copy import deepcopy\n\n\nclass Buffer:\n    def size(self):\n        return 0\n\n\n"
+           "class Agent(Buffer):\n    def __init__(self):\n        self.memory = Buffer()\n\n"
+           "    def fill(self):\n        return self.memory.size()\n\n\n"
+           "def report(memory):\n    return memory.size()\n\n\n"
+           "b = Buffer()\nprint(b.size(), report(b), Agent().fill())\nlearner = make()\nlearner.train(epochs=3)\n"
+           "x = torch.ones(2)\nprint(x.size())\nlearner.train()\n")
+    code = convert_source(src, "plain.py").code
+    assert "b.size()" in code and "return memory.size()" in code and "self.memory.size()" in code
+    assert "learner.train(epochs=3)" in code and "learner.set_train(True)" in code
+    assert "x.shape" in code
+
+
+def test_step_statements_around_a_continue_are_refused():
+    """A `continue` between statements the compiled step would run together would run after
+    the step (which torch may never reach): refused with a marker, never reordered."""
+    from conftest import FIXTURES
+
+    src = (FIXTURES / "programs" / "learner_replay_deepcopy.py").read_text()
+    put = "0.5 * k))\n"
+    assert put in src
+    src = src.replace(put, put + "            if self.memory.size() < 4:\n                continue\n")
+    result = convert_source(src, "jump.py")
+    assert any(d.code == "MSC102" and "continue/break/return" in d.message for d in result.diagnostics)
+
+
+def test_copy_refreshed_networks_copy_in_place():
+    """`target = deepcopy(net)` made once and made again: the later ones copy in place (a new
+    Cell is never seen by a compiled step); a single deepcopy, or one of a non-network, stays."""
+    src = ("import copy\nimport torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.fc = torch.nn.Linear(2, 1)\n\n\nnet = Net()\n"
+           "target = copy.deepcopy(net)\nbest = copy.deepcopy(net)\nx = torch.ones(2)\ny = copy.deepcopy(x)\n"
+           "for i in range(3):\n    target = copy.deepcopy(net)\n    y = copy.deepcopy(x)\n")
+    code = convert_source(src, "copies.py").code
+    assert code.count("copy.deepcopy(net)") == 2 and code.count("copy.deepcopy(x)") == 2
+    assert "ops.assign(param" in code
+
+
+@pytest.mark.framework
 def test_checkpoint_loaded_after_compiled_steps_resumes_like_torch(tmp_path):
     """2 steps, a checkpoint, 2 steps, the checkpoint loaded back, 2 steps: the last two losses
     repeat steps 2 and 3 in both frameworks. load_param_into_net (set_data) there left the

@@ -213,10 +213,12 @@ def test_progress_bar_only_on_a_terminal(big_tree, tmp_path):
 
 
 def test_copy_other(big_tree, tmp_path):
+    (big_tree / "checkpoints" / "best").mkdir(parents=True)   # empty: where the program saves
     before = tree_bytes(big_tree)
     out = tmp_path / "out"
     result = convert(big_tree, "-o", out, "--copy-other", "-j", "1", "--no-lint")
     assert result.exit_code == 2   # broken.py
+    assert (out / "checkpoints" / "best").is_dir()
     got = tree_bytes(out)
     assert got["data.csv"] == b"a,b\n1,2\n" and got["nets/config.yaml"] == b"depth: 2\n"
     assert not any(k.startswith((".git/", "__pycache__/")) for k in got)
@@ -225,6 +227,7 @@ def test_copy_other(big_tree, tmp_path):
     assert tree_bytes(big_tree) == before
     convert(big_tree, "-o", tmp_path / "plain", "-j", "1", "--no-lint")   # without --copy-other
     assert "data.csv" not in tree_bytes(tmp_path / "plain")
+    assert not (tmp_path / "plain" / "checkpoints").exists()
 
 
 def test_summary_and_report(big_tree, tmp_path):

@@ -140,6 +140,28 @@ def test_batch_drawn_by_a_file_function_runs_before_the_compiled_step(tmp_path):
 
 
 @pytest.mark.framework
+def test_batch_made_by_a_data_method_of_the_class_runs_before_the_compiled_step(tmp_path):
+    """`s, a, r = self.make_batch()` (minimalRL actor-critic: lists of transitions made into
+    tensors, the list emptied) was taken into the compiled step: its list appends failed to
+    compile. It runs before the step now; `self.pi(s)` stays inside. The losses are torch's."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "train_batch_method.py"
+    result = convert_source(src.read_text(), src.name)
+    forward = result.code.split("def forward_fn", 1)[1].split("grad_fn", 1)[0]
+    assert "make_batch()" not in forward and "self.pi(" in forward, result.code
+    assert "MSC109" not in result.code and "@ms.jit" in result.code
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")])
+    assert len(outs[0]) == 6 and len(set(outs[0])) == 6 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
+
+
+@pytest.mark.framework
 def test_rows_sliced_per_index_and_stacked_become_one_gather(tmp_path):
     """`torch.stack([data[i:i + block_size] for i in ix])` (a GPT's get_batch, kp-bigram): one
     PyNative slice per row made an evaluation loop of 400 batches time out. Rows of a fixed

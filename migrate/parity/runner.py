@@ -829,8 +829,15 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     def load_torch_weights(named_parameters, keys, classes, prefix=""):
         """Copy torch's initial values of one network (its keys without `prefix`) into the
-        MindSpore parameters `named_parameters` lists; remember the network under `prefix`."""
+        MindSpore parameters `named_parameters` lists; remember the network under `prefix`.
+        The state of an optimizer the network holds (`self.optimizer = Adam(self.parameters())`,
+        a Cell attribute in MindSpore) is no weight of it: torch's state_dict has none."""
         ms_params = dict(named_parameters())
+        owner = getattr(named_parameters, "__self__", None)
+        if isinstance(owner, nn.Cell):
+            inner = [name + "." for name, cell in owner.cells_and_names()
+                     if name and isinstance(cell, _optimizer_types())]
+            ms_params = {n: p for n, p in ms_params.items() if not n.startswith(tuple(inner))}
         net_mappings, _ = map_keys(keys, classes)
         net_mappings = positional_fallback(net_mappings, classes, ms_params)
         torch_shapes = {k: torch_arrays[f"init/{prefix}{k}"].shape for k in net_mappings}
