@@ -101,3 +101,39 @@ def cora_graph(directory: str = "data/cora", n_nodes: int = 1500, n_features: in
     with open(d / "cora.cites", "w") as fh:
         for a, b in zip(src[keep], dst[keep]):
             fh.write(f"{ids[a]}\t{ids[b]}\n")
+
+
+def mnist_csv(path: str, n_rows: int = 512, header: bool = True, seed: int = 0) -> None:
+    """MNIST as the Kaggle-style CSV (label, then 784 pixel values 0-255 a row, with a header line)."""
+    imgs, labels = _images(n_rows, 28, 10, _rng(seed))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    head = "label," + ",".join(f"{r}x{c}" for r in range(1, 29) for c in range(1, 29)) if header else ""
+    np.savetxt(path, np.column_stack([labels, imgs.reshape(n_rows, -1)]).astype(np.int64), delimiter=",",
+               fmt="%d", header=head, comments="")
+
+
+def cal_housing_cache(directory: str = "skdata", n_rows: int = 640, seed: int = 0) -> None:
+    """scikit-learn's California-housing cache (`cal_housing_py3.pkz`, a joblib-compressed array whose
+    columns are value, income, age, rooms, bedrooms, population, households, latitude, longitude),
+    which `fetch_california_housing(data_home=...)` (or $SCIKIT_LEARN_DATA) reads instead of downloading."""
+    import joblib   # scikit-learn's own dependency: only the entries that use scikit-learn call this
+    rng = _rng(seed)
+    households = rng.integers(50, 1500, n_rows).astype(float)
+    rooms = households * rng.uniform(3, 7, n_rows)
+    table = np.column_stack([
+        rng.uniform(15000, 500000, n_rows), rng.uniform(0.5, 15, n_rows), rng.integers(1, 52, n_rows),
+        rooms, rooms * rng.uniform(0.15, 0.3, n_rows), households * rng.uniform(1.5, 4, n_rows), households,
+        rng.uniform(32.5, 42, n_rows), rng.uniform(-124.3, -114.3, n_rows)])
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    joblib.dump(table, Path(directory) / "cal_housing_py3.pkz", compress=6)
+
+
+def solar_csv(path: str, n_rows: int = 104832, n_sites: int = 32, seed: int = 0) -> None:
+    """Solar power as in the NREL-derived `solar.csv` of the renewables-scenario GANs: one row per
+    5-minute step, one column per site, no header; zero at night, a noisy daily bell by day."""
+    rng = _rng(seed)
+    t = np.arange(n_rows) % 288
+    day = np.clip(np.sin(np.pi * (t - 72) / 144), 0, None)
+    power = day[:, None] * rng.uniform(5, 12, n_sites) * rng.uniform(0.6, 1.0, (n_rows, n_sites))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    np.savetxt(path, power, delimiter=",", fmt="%.4g")
