@@ -3,6 +3,7 @@
 
 # Multi-statement rewrites run before the table-driven pass, in this order.
 STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
+                     "msmigrate.rules.packed_sequences:PackedSequencesPass",
                      "msmigrate.rules.accelerate:AcceleratePass",
                      "msmigrate.rules.autograd_function:AutogradFunctionPass",
                      "msmigrate.rules.device_type:DeviceTypePass",
