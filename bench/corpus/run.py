@@ -219,6 +219,8 @@ def run_entry(e: dict, corpus: Path, work: Path, parity: bool) -> dict:
     out["runs"] = out["mindspore"]["ok"]
     out["error"] = out["mindspore"]["error"]
     out["cause"] = cause_of(out["error"]) if out["error"] else ""
+    if out["cause"] == "stopped at its top (MSC108)":   # a module it imports stopped at its top
+        out["needs_torch"] = True
     if not e.get("deterministic", True):
         out["parity"] = "n/a"
         out["parity_detail"] = {"why": "the torch run is not deterministic (see the entry's notes)"}
