@@ -319,6 +319,65 @@ def _walk(node):
         yield from _walk(child)
 
 
+class _CallableBindings(cst.CSTVisitor):
+    """name -> the values the file binds to it: a lambda, a def (not a method), the value of
+    an assignment (element by element for `a, b = x, y`); None for a binding of no known value
+    (a parameter, a loop, with or except target, another unpacking, `+=`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list] = {}
+        self.classes = 0
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and \
+                len(target.elements) == len(value.elements) and \
+                not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+            for t, v in zip(target.elements, value.elements):
+                self._bind(t.value, v.value)
+        else:
+            for n in _walk(target):
+                if isinstance(n, cst.Name):
+                    self.values.setdefault(n.value, []).append(None)
+
+    def visit_ClassDef(self, node) -> None:
+        self.classes += 1
+
+    def leave_ClassDef(self, node) -> None:
+        self.classes -= 1
+
+    def visit_FunctionDef(self, node) -> None:
+        if not self.classes:   # (a method is no name the file binds)
+            self.values.setdefault(node.name.value, []).append(node)
+        for name in params_of(node.params):
+            self.values.setdefault(name, []).append(None)
+
+    def visit_Lambda(self, node) -> None:
+        for name in params_of(node.params):
+            self.values.setdefault(name, []).append(None)
+
+    def visit_Assign(self, node) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_CompFor(self, node) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+
 class TrainingLoopPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
@@ -635,6 +694,62 @@ class TrainingLoopPass(PathTransformer):
     def _leaves(self, optimizers: list[str]) -> set[str]:
         return {h.rsplit(".", 1)[-1] for h in self._holders(optimizers)}
 
+    def _data_callable(self, name: str, leaves: set[str]) -> bool:
+        """Whether every value the file binds to `name` is a function naming none of the
+        networks `leaves`: a lambda, a def, a function of this file, or what a function of this
+        file returns when it returns a lambda or a def of its own (`d_sampler =
+        get_distribution_sampler(mu, sigma)` drawing with NumPy)."""
+        if getattr(self, "_callables", None) is None:
+            self._callables = _CallableBindings()
+            self.module.visit(self._callables)
+        values = self._callables.values.get(name)
+        if not leaves or not values:
+            return False
+        for value in values:
+            if isinstance(value, cst.Name) and value.value in self._functions():
+                value = self._functions()[value.value]
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                fn = self._functions().get(value.func.value)
+                if fn is None or not self._returns_function(fn):
+                    return False
+            elif not isinstance(value, (cst.Lambda, cst.FunctionDef)):
+                return False
+            if self._names_network(value, leaves):
+                return False
+        return True
+
+    @staticmethod
+    def _returns_function(fn: cst.FunctionDef) -> bool:
+        defs, returned, todo = set(), [], list(fn.body.children)
+        while todo:   # its own statements, not those of the functions it defines
+            n = todo.pop()
+            if isinstance(n, cst.FunctionDef):
+                defs.add(n.name.value)
+            elif isinstance(n, cst.Return):
+                returned.append(n.value)
+            elif not isinstance(n, (cst.Lambda, cst.ClassDef)):
+                todo.extend(n.children)
+        return bool(returned) and all(isinstance(v, cst.Lambda) or (isinstance(v, cst.Name) and v.value in defs)
+                                      for v in returned)
+
+    def _host_call(self, stmt, leaves: set[str]) -> bool:
+        """Whether a statement calls what a compiled step could only run once, at compile time:
+        a function of this file or one the file binds (a lambda, a closure), a data method of
+        the class, NumPy or `random`."""
+        for n in _walk(stmt):
+            if not isinstance(n, cst.Call):
+                continue
+            func = n.func
+            if isinstance(func, cst.Name) and (func.value in self._functions() or
+                                               self._data_callable(func.value, leaves)):
+                return True
+            if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
+                    func.attr.value in self._data_methods():
+                return True
+            if self._q(func).startswith(("numpy.", "random.")):
+                return True
+        return False
+
     def _recompute(self, earlier: dict, free: set[str], step):
         """The statements of earlier steps that this step computes again (original nodes, in
         order), or why it cannot: a value it needs depends on its own parameters and was
@@ -775,6 +890,24 @@ class TrainingLoopPass(PathTransformer):
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
         chosen = self._keep_order(eff, chosen)
+        # later in the step, a draw by what the compiled step could not run on every call (a
+        # NumPy draw, a lambda or function of the file: `z = gi_sampler(m, n)` after the real
+        # batch's loss) that depends on none of the step's statements before it: drawn before
+        # the step too, and passed in
+        drawn_before = []
+        for k in chosen[1:]:
+            if not (self._prepares_data(pre[k], leaves) and self._host_call(pre[k], leaves)) or \
+                    reads(pre[k]) & trained:
+                continue
+            between = [j for j in range(chosen[0], k) if j not in drawn_before]
+            later = set().union(*(eff[i].mutated for i in chosen if i > k))
+            if eff[k].changed & later or _jumps([pre[j] for j in between]) or any(
+                    any(related(r, w) for r in eff[k].read for w in eff[j].changed) or
+                    any(related(w, o) for w in eff[k].changed for o in eff[j].read | eff[j].changed)
+                    for j in between):
+                continue
+            drawn_before.append(k)
+        chosen = [i for i in chosen if i not in drawn_before]
         jumping = [j for j in range(chosen[0] + 1, chosen[-1]) if j not in chosen and _jumps([pre[j]])] \
             if chosen else []
         if jumping:   # it would run after the step, which torch may never have reached
@@ -791,7 +924,7 @@ class TrainingLoopPass(PathTransformer):
             slice_stmts, hoisted = self._hoist_indexing(slice_stmts, free)
             if hoisted:
                 free = backward_slice(slice_stmts, {loss_name})[1]
-        rest_pre = [s for i, s in enumerate(pre) if i not in chosen]
+        rest_pre = [s for i, s in enumerate(pre) if i not in chosen and i not in drawn_before]
         first_slice_at = chosen[0] if chosen else len(pre)
         own_stmts = slice_stmts
         recomputed = []
@@ -862,7 +995,8 @@ class TrainingLoopPass(PathTransformer):
             call_stmts[0] = call_stmts[0].with_changes(
                 leading_lines=[*call_stmts[0].leading_lines, cst.EmptyLine(comment=cst.Comment(marker))])
         rest_pre = [self._data_input(s, inputs) for s in rest_pre]
-        new_body = rest_pre[:first_slice_at] + hoisted + call_stmts + rest_pre[first_slice_at:] + post
+        drawn = [self._data_input(pre[k], inputs) for k in drawn_before]
+        new_body = rest_pre[:first_slice_at] + drawn + hoisted + call_stmts + rest_pre[first_slice_at:] + post
 
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
@@ -1066,7 +1200,8 @@ class TrainingLoopPass(PathTransformer):
         functions, NumPy / `random` draws, methods of the loop's own values (`x.to(device)`,
         `X[i:i + 16]`, `h.detach()`, `z = Tensor(np.random.normal(0, 1, (n, d)))`) and functions
         of this file that name none of the trained networks `leaves` (`x, y = random_batch()`:
-        inside the compiled step its NumPy draws would be frozen at compile time)."""
+        inside the compiled step its NumPy draws would be frozen at compile time), or lambdas and
+        closures the file binds that name none (`_data_callable`)."""
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
         loop = self.loops[-1][0] if self.loops[-1] else None
@@ -1082,6 +1217,9 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(func, cst.Name) and func.value in self._functions() and leaves \
                         and not self._names_network(node, leaves):
                     return
+                if isinstance(func, cst.Name) and self._data_callable(func.value, leaves) \
+                        and not self._names_network(node, leaves):
+                    return   # `d_sampler(n)`, a lambda or closure of the file that names no network
                 if isinstance(func, cst.Attribute) and dotted(func.value) == "self" \
                         and func.attr.value in self._data_methods() and not self._names_network(node, leaves):
                     return

@@ -189,3 +189,30 @@ def test_rows_sliced_per_index_and_stacked_become_one_gather(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout.splitlines())
     assert len(outs[0]) == 4 and outs[0] == outs[1], outs
+
+
+@pytest.mark.framework
+def test_samplers_the_file_binds_draw_before_the_compiled_step(tmp_path):
+    """dn-gan-1d-gaussian: `d_sampler = get_distribution_sampler(mu, sigma)` (a lambda drawing
+    with NumPy) and `gi_sampler` (a closure) were called inside the compiled step, and
+    `(name, preprocess) = (..., lambda data: get_moments(data))` failed to compile there ("Parse
+    Lambda Function Fail ... got Tuple"). The draws run before the step, the generator input too
+    although torch draws it after the discriminator's first call; the tuple is split, so
+    `preprocess` compiles inside the step. The losses are torch's."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "train_gan_samplers.py"
+    result = convert_source(src.read_text(), src.name)
+    forward = result.code.split("def forward_fn", 1)[1].split("grad_fn", 1)[0]
+    assert "sampler(" not in forward and "preprocess(" in forward, result.code
+    assert "\npreprocess = lambda data: get_moments(data)\n" in result.code
+    assert "MSC109" not in result.code and result.code.count("@ms.jit") == 2
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([float(v) for line in proc.stdout.splitlines() if line.startswith("step")
+                     for v in line.split()[3::2]])
+    assert len(outs[0]) == 8 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
