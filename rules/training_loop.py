@@ -944,6 +944,8 @@ class TrainingLoopPass(PathTransformer):
         python_object = self._python_objects_in([pre[i] for i in chosen] + recomputed)
         if python_object is None:
             python_object = self._distribution_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
+        if python_object is None:
+            python_object = self._host_function_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen] + recomputed)
         if cut is not None:
             name, where = cut
@@ -1815,6 +1817,9 @@ class TrainingLoopPass(PathTransformer):
         what = ("a distribution built in the step (MindSpore builds its distributions in a static graph "
                 "only from constants, and msmigrate's generated ones are plain Python)"
                 if python_object.endswith("(...)") else
+                "a function whose host code (NumPy or `random` draws, .tolist(), .numpy()) runs on every "
+                "step (a static graph would run it once, or not compile)"
+                if python_object.endswith("()") else
                 "a Python object whose methods run on every step (a static graph would run them once, "
                 "or not compile)")
         message = (f"{step} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
@@ -1835,6 +1840,44 @@ class TrainingLoopPass(PathTransformer):
                     q = imports.get(head, "")
                     if (f"{q}.{rest}" if rest and q else q).startswith("torch.distributions."):
                         return f"{name.rsplit('.', 1)[-1]}(...)"
+        return None
+
+    def _host_function_in(self, stmts: list) -> str | None:
+        """`preprocess()` when the step calls a function of the file, or a lambda or def the file
+        binds, that runs host code: draws with NumPy or `random`, or reads values out of a tensor
+        (.tolist(), .numpy()); so do the functions of the file it calls."""
+        if getattr(self, "_callables", None) is None:
+            self._callables = _CallableBindings()
+            self.module.visit(self._callables)
+
+        def bodies(name: str) -> list:
+            out = []
+            for value in self._callables.values.get(name, ()):
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                    value = self._functions().get(value.func.value)   # what it returns is in its body
+                if isinstance(value, (cst.Lambda, cst.FunctionDef)):
+                    out.append(value)
+            return out
+
+        def host(node, seen: set) -> bool:
+            for n in _walk(node):
+                if not isinstance(n, cst.Call):
+                    continue
+                if isinstance(n.func, cst.Attribute) and n.func.attr.value in ("tolist", "numpy"):
+                    return True
+                if self._q(n.func).startswith(("numpy.random.", "random.")):
+                    return True
+                if isinstance(n.func, cst.Name) and n.func.value not in seen:
+                    seen.add(n.func.value)
+                    if any(host(b, seen) for b in bodies(n.func.value)):
+                        return True
+            return False
+
+        for stmt in stmts:
+            for n in _walk(stmt):
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and \
+                        any(host(b, {n.func.value}) for b in bodies(n.func.value)):
+                    return f"{n.func.value}()"
         return None
 
     def _python_objects_in(self, stmts: list) -> str | None:
