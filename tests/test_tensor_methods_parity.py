@@ -519,6 +519,7 @@ EXTRA = [
     ("requires_grad_", "x=f(3,4)", "x.requires_grad_()\nreturn x * 2"),
     ("tolist", "x=i(3,4)", "return x.tolist()"),
     ("tolist:float", "x=f(2,2)", "return x.tolist()"),
+    ("storage", "x=f(2,3)", "return x.storage().tolist(), x.data.storage().tolist()[0]"),
     ("item:float", "x=f(1,1)", "return x.item() * 2"),
     ("softmax", "x=f(3,4)", "return x.softmax(dim=1)"),
     ("softmax:pos", "x=f(3,4)", "return x.softmax(0)"),

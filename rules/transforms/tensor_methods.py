@@ -144,6 +144,14 @@ def element_size(site):
 
 
 @torch_method
+def storage(site):
+    """`x.storage()` -> `x.reshape(-1)` (`v.data.storage().tolist()`, devnag's GAN reading a loss)."""
+    site.flag("review", f"{site.qualname}: {site.code(site.receiver)}.reshape(-1) holds the tensor's own "
+                        f"elements; torch's storage of a view holds all of its base tensor's")
+    return site.expr("{r}.reshape(-1)", r=site.receiver)
+
+
+@torch_method
 def repeat(site):
     """`x.repeat(a, b)` / `x.repeat((a, b))` -> `x.tile((a, b))`."""
     reps = site.arg("repeats")
