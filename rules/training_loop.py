@@ -696,9 +696,10 @@ class TrainingLoopPass(PathTransformer):
 
     def _data_callable(self, name: str, leaves: set[str]) -> bool:
         """Whether every value the file binds to `name` is a function naming none of the
-        networks `leaves`: a lambda, a def, a function of this file, or what a function of this
+        networks `leaves`: a lambda, a def, a function of this file, what a function of this
         file returns when it returns a lambda or a def of its own (`d_sampler =
-        get_distribution_sampler(mu, sigma)` drawing with NumPy)."""
+        get_distribution_sampler(mu, sigma)` drawing with NumPy), or an object of a plain class
+        of the file with a `__call__`."""
         if getattr(self, "_callables", None) is None:
             self._callables = _CallableBindings()
             self.module.visit(self._callables)
@@ -708,7 +709,11 @@ class TrainingLoopPass(PathTransformer):
         for value in values:
             if isinstance(value, cst.Name) and value.value in self._functions():
                 value = self._functions()[value.value]
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and \
+                    value.func.value in self._callable_classes():
+                if self._names_network(self._callable_classes()[value.func.value], leaves):
+                    return False
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
                 fn = self._functions().get(value.func.value)
                 if fn is None or not self._returns_function(fn):
                     return False
@@ -717,6 +722,16 @@ class TrainingLoopPass(PathTransformer):
             if self._names_network(value, leaves):
                 return False
         return True
+
+    def _callable_classes(self) -> dict:
+        """Plain classes of this file (no base but `object`) whose objects are called: a
+        `__call__` method (`noise = UniformNoise(rng)`, then `noise(m, n)`)."""
+        if getattr(self, "_module_callable_classes", None) is None:
+            self._module_callable_classes = {
+                s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)
+                and all((dotted(b.value) or "") == "object" for b in s.bases)
+                and any(isinstance(f, cst.FunctionDef) and f.name.value == "__call__" for f in s.body.body)}
+        return self._module_callable_classes
 
     @staticmethod
     def _returns_function(fn: cst.FunctionDef) -> bool:

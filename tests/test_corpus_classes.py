@@ -210,7 +210,8 @@ def test_samplers_the_file_binds_draw_before_the_compiled_step(tmp_path, diffs):
     src.write_text(text)
     result = convert_source(text, src.name)
     forward = result.code.split("def forward_fn", 1)[1].split("grad_fn", 1)[0]
-    assert "sampler(" not in forward and "preprocess(" in forward, result.code
+    assert "sampler(" not in forward and "noise(" not in result.code.split("def forward_fn_1", 1)[1].split("grad_fn", 1)[0] \
+        and "preprocess(" in forward, result.code
     assert "\npreprocess = lambda data: " in result.code
     if diffs:
         assert result.code.count("MSC109 train_step left") == 1 and result.code.count("MSC109 train_step_1 left") == 1
