@@ -98,3 +98,14 @@ def test_program_files_are_the_scripts_directory_and_packages_under_it(tmp_path,
     assert runner._program_file(str(tmp_path / "nets" / "blocks.py"))
     assert not runner._program_file(str(tmp_path / ".venv" / "lib" / "site-packages" / "x.py"))
     assert not runner._program_file(str(tmp_path.parent / "other.py"))
+
+
+@pytest.mark.framework
+def test_buffers_updated_by_a_forward_moved_after_the_step_are_compared_when_settled():
+    """torch computes D(real) (BatchNorm in training mode) between the generator's loss and its
+    optimizer step, only to print it; the conversion computes it after the compiled step. D's
+    running statistics reach torch's values once that forward ran: compared then, not when the
+    step returns (before: 'moving_mean after the step differs' at step 1)."""
+    r = run_parity(PROGRAMS / "train_gan_shown_real.py", None, Options(steps=4, timeout=300))
+    assert r["passed"], format_text(r)
+    assert set(r["settled_after_step"]) == {"#1.1.moving_mean", "#1.1.moving_variance"}

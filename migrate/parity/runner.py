@@ -862,6 +862,20 @@ def run_mindspore(rec: Record, script: str) -> None:
     def state_of() -> dict:
         return {prefix + n: p.asnumpy().copy() for prefix, named in st["nets"].items() for n, p in named()}
 
+    def settle_buffers() -> None:
+        """The buffers (parameters no gradient updates: BatchNorm statistics) of the last step
+        again, once its state is final (the next step starts, the run ends): a forward the
+        conversion moved after the compiled step (a value torch computed before its optimizer
+        step only to show it) updates them after the step returned, where torch's did before
+        its state was taken."""
+        step = len(rec.losses)
+        if step and st["ready"] and step not in st.setdefault("settled", set()):
+            st["settled"].add(step)
+            for prefix, named in st["nets"].items():
+                for n, p in named():
+                    if not p.requires_grad:
+                        rec.arrays[f"late/{step}/{prefix}{n}"] = p.asnumpy().copy()
+
     def live_networks() -> list:
         """The live Cells with parameters that are part of no other, in creation order."""
         optimizer_types = _optimizer_types()
@@ -1055,6 +1069,7 @@ def run_mindspore(rec: Record, script: str) -> None:
     def recording(function, compiled):
         def recording_step(*args, **kwargs):
             step = len(rec.losses) + 1
+            settle_buffers()
             if step > rec.limit:
                 raise StopRun
             if not st["ready"] and torch_meta.get("free_parameters"):
@@ -1096,6 +1111,7 @@ def run_mindspore(rec: Record, script: str) -> None:
         _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
     finally:
         flush_by_hand()
+        settle_buffers()
         draw_replay.finish()
 
 
