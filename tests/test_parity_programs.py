@@ -2,6 +2,9 @@
 conversion by msmigrate (the DDP program needs torchrun/msrun: tests/test_training_loops.py)."""
 from __future__ import annotations
 
+import re
+import shutil
+
 import pytest
 
 from msmigrate.parity.check import Options, run_parity
@@ -64,3 +67,45 @@ def test_weights_loaded_between_steps_pass(name, tmp_path, monkeypatch):
     r = run_parity(PROGRAMS / name, None, Options(steps=6, timeout=300))
     assert r["passed"], format_text(r)
     assert r["torch_steps"] == r["ms_steps"] == 6
+
+
+@pytest.mark.framework
+def test_step_defined_in_an_imported_project_module_is_hooked(tmp_path):
+    """The training step lives in trainer.py (a Trainer class the main script imports): the
+    MindSpore run hooks the converted step there too (before, only steps defined in the main
+    script were: 'no call of a @ms.jit function named train_step* was seen'), and, left
+    uncompiled, an undecorated train_step of that module as it is imported."""
+    script = FIXTURES / "projects" / "trainer_module" / "train.py"
+    r = run_parity(script, None, Options(steps=6, timeout=300), keep=tmp_path)
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == 6
+    uncompiled = tmp_path / "uncompiled"
+    shutil.copytree(tmp_path / "converted", uncompiled)
+    trainer = uncompiled / "trainer.py"
+    source = trainer.read_text()
+    assert "@ms.jit\n" in source
+    trainer.write_text(re.sub(r"(?m)^ *@ms\.jit\n", "", source))
+    r = run_parity(script, uncompiled / "train.py", Options(steps=6, timeout=300))
+    assert r["passed"], format_text(r)
+    assert r["ms_steps"] == 6
+
+
+def test_program_files_are_the_scripts_directory_and_packages_under_it(tmp_path, monkeypatch):
+    from msmigrate.parity import runner
+
+    monkeypatch.setattr(runner, "_PROGRAM_DIR", [str(tmp_path.resolve())])
+    assert runner._program_file(str(tmp_path / "trainer.py"))
+    assert runner._program_file(str(tmp_path / "nets" / "blocks.py"))
+    assert not runner._program_file(str(tmp_path / ".venv" / "lib" / "site-packages" / "x.py"))
+    assert not runner._program_file(str(tmp_path.parent / "other.py"))
+
+
+@pytest.mark.framework
+def test_buffers_updated_by_a_forward_moved_after_the_step_are_compared_when_settled():
+    """torch computes D(real) (BatchNorm in training mode) between the generator's loss and its
+    optimizer step, only to print it; the conversion computes it after the compiled step. D's
+    running statistics reach torch's values once that forward ran: compared then, not when the
+    step returns (before: 'moving_mean after the step differs' at step 1)."""
+    r = run_parity(PROGRAMS / "train_gan_shown_real.py", None, Options(steps=4, timeout=300))
+    assert r["passed"], format_text(r)
+    assert set(r["settled_after_step"]) == {"#1.1.moving_mean", "#1.1.moving_variance"}

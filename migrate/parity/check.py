@@ -204,6 +204,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
     first = None
     noise: dict[str, np.ndarray] = {}  # elements whose torch gradient was tiny (see runner.TINY_GRADIENT)
     rounding: dict[str, tuple] = {}    # values within torch's own sensitivity to rounding, not the tolerance
+    settled: dict[str, int] = {}       # buffers equal to torch's once the step's later forwards ran
     for i in range(n):
         step = i + 1
         row = {"step": step, "torch_loss": tl[i], "ms_loss": ml[i] if i < len(ml) else None}
@@ -236,6 +237,13 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
                 continue
             if _close_tensor(got, ref, rtol, atol + SENSITIVITY_FACTOR * moved.get((step, name), 0.0), scale):
                 rounding.setdefault(name, (step, d, moved[(step, name)]))
+                continue
+            late = marr.get(f"late/{step}/{name}")
+            if late is not None and late.shape == got.shape and _close_tensor(
+                    late[~noise[name]] if name in noise else late, ref, rtol, atol, scale):
+                # a buffer that reached torch's value after the MindSpore step returned (see
+                # runner's settle_buffers): the same updates, in the order torch made them
+                settled.setdefault(name, step)
             elif bad is None:
                 bad, state_ok = name, False
         row.update(state_max_abs=worst_d if tstate else None, state_worst=worst,
@@ -262,7 +270,8 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
                           "detail": f"MindSpore made {len(ml)} steps, torch {n}"}
     result.update(max_abs_diff=max_abs, max_rel_diff=max_rel, torch_steps=n, ms_steps=len(ml),
                   tiny_grad_elements={k: int(v.sum()) for k, v in noise.items()},
-                  within_rounding={k: {"step": st, "differs": d, "torch_moved": m} for k, (st, d, m) in rounding.items()})
+                  within_rounding={k: {"step": st, "differs": d, "torch_moved": m} for k, (st, d, m) in rounding.items()},
+                  settled_after_step=settled)
 
     if opts.grads:
         tgrads = _mapped(tarr, "grad", mappings)

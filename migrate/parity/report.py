@@ -83,6 +83,10 @@ def format_text(r: dict) -> str:
 
         lines.append(f"within float32 rounding: tensors beyond the tolerance but within {SENSITIVITY_FACTOR:g}x the distance torch's "
                      f"own run moves when its initial weights change by one unit in the last place: {parts}")
+    if r.get("settled_after_step"):
+        parts = ", ".join(f"{n} (from step {k})" for n, k in r["settled_after_step"].items())
+        lines.append("buffers equal to torch's only once a forward run after the MindSpore step (torch ran it before "
+                     f"its optimizer step; the conversion moved it out of the compiled step): {parts}")
     for c in r["config"]:
         lines.append(f"setting: {c['name']}: {c['detail']}")
     if "grads" in r:

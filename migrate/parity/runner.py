@@ -15,7 +15,8 @@ torch      every `Tensor.backward()` is one step (one of another line before any
            recorded too, under the prefix `#N.`, with its rank among the live top-level modules
            of its shape in creation order. A program that trains bare tensors (no module with
            parameters is called before the first backward) records its optimizers' parameters.
-mindspore  every call of a jitted function named `train_step*` defined in the program is one
+mindspore  every call of a jitted function named `train_step*` defined in the program (the script
+           or a project module it imports: a Trainer's method in trainer.py) is one
            step (its first output is the loss); so is a call of an undecorated `train_step*`
            (a step `msmigrate convert` left uncompiled, MSC109). Its state is taken when it
            returns, and again after each jitted `apply_*` (an optimizer applying its part of the
@@ -132,12 +133,12 @@ def _reachable(function, args=()) -> list[tuple[object, object]]:
 
 
 def _program_class(cls) -> bool:
-    """A class of the program: defined in the script or in a module beside it, not in a library."""
+    """A class of the program: defined in the script or in a module of its project, not in a library."""
     if cls.__module__ == "__main__":
         return True
     module = sys.modules.get(cls.__module__)
     path = getattr(module, "__file__", None) or ""
-    return bool(path) and os.path.dirname(os.path.realpath(path)) == os.path.realpath(sys.path[0])
+    return bool(path) and _program_file(path)
 
 
 def _record_input(rec: Record, active: bool, inputs, is_tensor, to_numpy) -> None:
@@ -211,9 +212,17 @@ def _grad_versions(named_parameters) -> dict:
     return {n: (id(p.grad), p.grad._version) if p.grad is not None else None for n, p in named_parameters}
 
 
+_PROGRAM_DIR: list[str] = []    # the script's directory, set by _run_program (the program may change sys.path)
+
+
 def _program_file(filename: str) -> bool:
-    """A file of the program: the script or a module beside it."""
-    return os.path.dirname(os.path.realpath(filename)) == os.path.realpath(sys.path[0])
+    """A file of the program: the script or a module of its project, beside it or in a package
+    under its directory (what `msmigrate convert` converted with it), not an installed library."""
+    top = _PROGRAM_DIR[0] if _PROGRAM_DIR else os.path.realpath(sys.path[0])
+    path = os.path.realpath(filename)
+    if not path.startswith(top + os.sep):
+        return False
+    return not {"site-packages", "dist-packages"} & set(path[len(top):].split(os.sep))
 
 
 # torch functions and Tensor methods that draw random numbers
@@ -689,7 +698,6 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     from msmigrate.weights import WeightMappingError, check_complete, map_keys, positional_fallback
 
-    script_file = os.path.realpath(script)
     torch_dir = Path(rec.spec["torch_record"])
     torch_meta = json.loads((torch_dir / "record.json").read_text())
     torch_arrays = np.load(torch_dir / "arrays.npz")
@@ -853,6 +861,20 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     def state_of() -> dict:
         return {prefix + n: p.asnumpy().copy() for prefix, named in st["nets"].items() for n, p in named()}
+
+    def settle_buffers() -> None:
+        """The buffers (parameters no gradient updates: BatchNorm statistics) of the last step
+        again, once its state is final (the next step starts, the run ends): a forward the
+        conversion moved after the compiled step (a value torch computed before its optimizer
+        step only to show it) updates them after the step returned, where torch's did before
+        its state was taken."""
+        step = len(rec.losses)
+        if step and st["ready"] and step not in st.setdefault("settled", set()):
+            st["settled"].add(step)
+            for prefix, named in st["nets"].items():
+                for n, p in named():
+                    if not p.requires_grad:
+                        rec.arrays[f"late/{step}/{prefix}{n}"] = p.asnumpy().copy()
 
     def live_networks() -> list:
         """The live Cells with parameters that are part of no other, in creation order."""
@@ -1023,7 +1045,7 @@ def run_mindspore(rec: Record, script: str) -> None:
             return function   # a network compiled outside the step (msmigrate_forward): draws replayed too
         compiled = orig_jit(function, *jargs, **jkwargs)
         code = getattr(function, "__code__", None)
-        if code is None or os.path.realpath(code.co_filename) != script_file:
+        if code is None or not _program_file(code.co_filename):   # a step in an imported project module too
             return compiled
         if function.__name__.startswith("apply_"):
             return applying(compiled)
@@ -1047,6 +1069,7 @@ def run_mindspore(rec: Record, script: str) -> None:
     def recording(function, compiled):
         def recording_step(*args, **kwargs):
             step = len(rec.losses) + 1
+            settle_buffers()
             if step > rec.limit:
                 raise StopRun
             if not st["ready"] and torch_meta.get("free_parameters"):
@@ -1088,6 +1111,7 @@ def run_mindspore(rec: Record, script: str) -> None:
         _run_program(script, rec.spec.get("args", ()), steps=lambda function: recording(function, function))
     finally:
         flush_by_hand()
+        settle_buffers()
         draw_replay.finish()
 
 
@@ -1232,8 +1256,10 @@ class _DrawReplay:
 
 def _run_program(script: str, args=(), steps=None) -> None:
     """Run `script` as __main__; with `steps`, every undecorated function named train_step*
-    is decorated with it first (the code is otherwise compiled from the file as it is)."""
+    of the script and of the project modules it imports is decorated with it first (the code
+    is otherwise compiled from the file as it is)."""
     script_dir = str(Path(script).resolve().parent)
+    _PROGRAM_DIR[:] = [os.path.realpath(script_dir)]
     sys.path.insert(0, script_dir)
     sys.argv = [script, *args]
     try:
@@ -1248,23 +1274,59 @@ def _run_program(script: str, args=(), steps=None) -> None:
             raise
 
 
-def _run_with_step_decorator(script: str, decorator) -> None:
+def _decorate_steps(path: str):
+    """The code of a file with every undecorated function named train_step* decorated by
+    `__msmigrate_step__`; None when it has none."""
     import ast
-    import builtins
 
-    path = str(Path(script).resolve())
     tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
+    found = False
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name.startswith("train_step") and not node.decorator_list:
             node.decorator_list.append(ast.copy_location(ast.Name("__msmigrate_step__", ast.Load()), node))
+            found = True
+    if not found:
+        return None
     ast.fix_missing_locations(tree)
+    return compile(tree, path, "exec")
+
+
+def _run_with_step_decorator(script: str, decorator) -> None:
+    """Run the script as __main__ with its undecorated steps decorated, and those of the project
+    modules it imports (a Trainer class in trainer.py) decorated as they are imported."""
+    import builtins
+    import importlib.machinery as machinery
+
+    class StepLoader(machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            # compiled from the source, never from or into the bytecode cache: the code differs
+            return _decorate_steps(self.get_filename(fullname)) or super().get_code(fullname)
+
+        def exec_module(self, module):
+            module.__dict__["__msmigrate_step__"] = decorator
+            super().exec_module(module)
+
+    class StepFinder:
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            spec = machinery.PathFinder.find_spec(fullname, path, target)
+            if (spec is not None and type(spec.loader) is machinery.SourceFileLoader and spec.origin
+                    and _program_file(spec.origin)):
+                spec.loader = StepLoader(fullname, spec.origin)
+            return spec
+
+    path = str(Path(script).resolve())
+    code = _decorate_steps(path) or compile(Path(path).read_text(encoding="utf-8"), path, "exec")
     main = type(sys)("__main__")
     main.__dict__.update(__file__=path, __builtins__=builtins, __msmigrate_step__=decorator)
     saved, sys.modules["__main__"] = sys.modules.get("__main__"), main
+    finder = StepFinder()
+    sys.meta_path.insert(0, finder)
     try:
-        exec(compile(tree, path, "exec"), main.__dict__)
+        exec(code, main.__dict__)
     finally:
         sys.modules["__main__"] = saved
+        sys.meta_path.remove(finder)
 
 
 def main(argv: list[str]) -> int:
