@@ -308,6 +308,11 @@ class _PythonObjects(cst.CSTVisitor):
             self.names.update(dotted(t.target) for t in node.targets if dotted(t.target))
 
 
+LATE_FORWARD = ("this call of a trained network runs after the compiled step here, with the parameters it "
+                "just updated (torch ran it before optimizer.step(), with the old ones; BatchNorm statistics "
+                "change in another order too): move it after optimizer.step() in the torch code, or into the loss")
+
+
 def _jumps(stmts: list) -> bool:
     """Whether these statements may leave the block early (continue, break, return, raise)."""
     return any(isinstance(n, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for s in stmts for n in _walk(s))
@@ -941,6 +946,11 @@ class TrainingLoopPass(PathTransformer):
                 free = backward_slice(slice_stmts, {loss_name})[1]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen and i not in drawn_before]
         first_slice_at = chosen[0] if chosen else len(pre)
+        # left out of the step after its first statement: it runs after the update, so a call of
+        # a trained network there sees the new parameters where torch's saw the old ones
+        late = {id(pre[j]) for j in range(first_slice_at + 1, len(pre))
+                if j not in chosen and j not in drawn_before and self._names_network(pre[j], leaves)}
+        rest_pre = [self._flag(s, "review", LATE_FORWARD) if id(s) in late else s for s in rest_pre]
         own_stmts = slice_stmts
         recomputed = []
         if earlier is not None and free & writes_of([s for _, s in earlier["stmts"]]):

@@ -543,3 +543,20 @@ def test_statements_joined_by_semicolons_train_like_torch(tmp_path):
     out.write_text(result.code)
     want, got = _printed_losses(PROGRAMS / name), _printed_losses(out, cwd=tmp_path)
     assert len(want) == 3 and got == pytest.approx(want, abs=2e-6), (want, got)
+
+
+def test_network_call_left_after_the_step_is_marked():
+    """A forward of the trained network between the loss and backward() that the loss does not
+    need (a value shown only) runs after the compiled step in the conversion, with the updated
+    parameters: marked (MSC101), never silently different."""
+    src = ("import torch\nimport torch.nn as nn\nnet = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))\n"
+           "optimizer = torch.optim.SGD(net.parameters(), lr=0.05)\nX = torch.ones(16, 5)\n"
+           "for i in range(0, 16, 8):\n    optimizer.zero_grad()\n    loss = net(X[i:i + 8]).mean()\n"
+           "    other = net(X[8 - i:16 - i]).mean()\n    loss.backward()\n    optimizer.step()\n"
+           "    print(loss.item(), other.item())\n")
+    result = convert_source(src, "late.py")
+    late = [d for d in result.diagnostics if "runs after the compiled step" in d.message]
+    assert [(d.code, d.line) for d in late] == [("MSC101", 9)]
+    assert result.code.index("train_step(") < result.code.index("other = net(")
+    plain = src.replace("    other = net(X[8 - i:16 - i]).mean()\n", "").replace(", other.item()", "")
+    assert not any("runs after the compiled step" in d.message for d in convert_source(plain, "late.py").diagnostics)
