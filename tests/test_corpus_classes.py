@@ -201,8 +201,8 @@ def test_loader_of_one_value_samples_yields_the_batch_itself(tmp_path):
     one-element lists, as torch's."""
     src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "loader_one_column.py"
     code = convert_source(src.read_text(), src.name).code
-    # loader, stream, collated, collated_pairs and the loaders of a Subset and a random_split part
-    assert code.count("= msmigrate_OneColumn(") == 6, code
+    # loader, stream, collated, collated_pairs, lambda_pairs, the loaders of a Subset and a random_split part
+    assert code.count("= msmigrate_OneColumn(") == 7, code
     assert "tuples = ds.GeneratorDataset(" in code and "lists = ds.GeneratorDataset(" in code
     converted = tmp_path / "ms" / src.name
     converted.parent.mkdir()
@@ -216,7 +216,7 @@ def test_loader_of_one_value_samples_yields_the_batch_itself(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append(proc.stdout.splitlines())
     losses = [[float(line.split()[-1]) for line in out if line.startswith("step")] for out in outs]
-    assert len(losses[0]) == 20 and np.allclose(losses[0], losses[1], rtol=1e-5, atol=1e-6), losses
+    assert len(losses[0]) == 21 and np.allclose(losses[0], losses[1], rtol=1e-5, atol=1e-6), losses
     assert [line for line in outs[1] if line.startswith("batches")] == \
         ["batches 3 [(4, 4), (4, 4), (2, 4)] [1, 1, 1] 1"], outs[1]
     assert outs[1][-1] == "parts [(3, 4), (1, 4)]" == outs[0][-1], outs   # a random_split part: other rows

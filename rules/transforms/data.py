@@ -469,7 +469,8 @@ def _one_column(site, src, collate, loader):
         if not _bare_samples(site, src):
             return loader
     else:
-        fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
+        fn = collate if isinstance(collate, cst.Lambda) else \
+            _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
         if fn is None or not _returns_one_value(site, fn):
             return loader
     return cst.Call(func=generated(site, generated_data.msmigrate_OneColumn), args=[cst.Arg(loader)])
@@ -670,7 +671,7 @@ def _per_batch_map(site, collate, ncols, bare=False) -> list[cst.Arg]:
     args = [kwarg("per_batch_map", site.expr("lambda *columns: {f}(%s)" % samples, f=collate))]
     fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
     returned = _returns_count(fn) if fn is not None else None
-    if returned is None and fn is not None and _returns_one_value(site, fn):
+    if returned is None and _returns_one_value(site, collate if isinstance(collate, cst.Lambda) else fn):
         returned = 1
     if returned is None and not isinstance(collate, cst.Lambda):
         site.flag("review", f"{site.qualname}: how many values collate_fn={site.code(collate)} returns is not "
@@ -724,9 +725,11 @@ _ONE_VALUE_CALLS = frozenset({
     "numpy.concatenate", "numpy.vstack"})
 
 
-def _returns_one_value(site, fn: cst.FunctionDef) -> bool:
-    """Every `return` of `fn` is a call that makes one array (torch.stack(...), ...)."""
-    values = []
+def _returns_one_value(site, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
+    """Every `return` of `fn` (a lambda: its body) is a call that makes one array (torch.stack(...), ...)."""
+    if fn is None:
+        return False
+    values = [fn.body] if isinstance(fn, cst.Lambda) else []
 
     class Returns(cst.CSTVisitor):
         def visit_FunctionDef(self, node):
@@ -738,11 +741,20 @@ def _returns_one_value(site, fn: cst.FunctionDef) -> bool:
         def visit_Return(self, node):
             values.append(node.value)
 
-    fn.visit(Returns())
+    if isinstance(fn, cst.FunctionDef):
+        fn.visit(Returns())
+
     def one(value) -> bool:
         if isinstance(value, cst.BinaryOperation):   # torch.stack(batch) * 2
             return one(value.left) or one(value.right)
-        return isinstance(value, cst.Call) and site.rw.scopes.resolve(value.func) in _ONE_VALUE_CALLS
+        if not isinstance(value, cst.Call):
+            return False
+        if site.rw.scopes.resolve(value.func) in _ONE_VALUE_CALLS:
+            return True
+        # a lambda is an argument, converted already: ops.stack(...), ms.tensor(...), np.stack(...)
+        name = (dotted(value.func) or "").split(".")
+        return isinstance(fn, cst.Lambda) and len(name) == 2 and name[0] in ("ops", "ms", "np") and \
+            name[1] in {q.rsplit(".", 1)[-1] for q in _ONE_VALUE_CALLS}
 
     return bool(values) and all(one(v) for v in values)
 
