@@ -229,3 +229,37 @@ def test_samplers_the_file_binds_draw_before_the_compiled_step(tmp_path, diffs):
         outs.append([float(v) for line in proc.stdout.splitlines() if line.startswith("step")
                      for v in line.split()[3::2]])
     assert len(outs[0]) == 8 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
+
+
+@pytest.mark.framework
+def test_loader_of_one_value_samples_yields_the_batch_itself(tmp_path):
+    """A Dataset whose __getitem__ returns one tensor (ed-vae-mnist-csv: a VAE over a pandas CSV):
+    torch's loader yields the batch tensor, the pipeline yielded a one-column row [batch] and the
+    network failed on a list. Iterated by for, enumerate, next(iter()), list(), an iterable dataset,
+    a collate_fn returning one array (which now gets the samples, not 1-tuples), a Subset and a
+    random_split part: the batches and losses are torch's; 1-tuple and [x] samples still yield
+    one-element lists, as torch's."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "loader_one_column.py"
+    code = convert_source(src.read_text(), src.name).code
+    # loader, stream, collated, collated_pairs, lambda_pairs, the loaders of a Subset and a random_split part
+    assert code.count("= msmigrate_OneColumn(") == 7, code
+    assert "tuples = ds.GeneratorDataset(" in code and "lists = ds.GeneratorDataset(" in code
+    converted = tmp_path / "ms" / src.name
+    converted.parent.mkdir()
+    converted.write_text(code)
+    (tmp_path / "torch").mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in (src, converted):
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=path.parent if path is converted else tmp_path / "torch")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    losses = [[float(line.split()[-1]) for line in out if line.startswith("step")] for out in outs]
+    assert len(losses[0]) == 21 and np.allclose(losses[0], losses[1], rtol=1e-5, atol=1e-6), losses
+    assert [line for line in outs[1] if line.startswith("batches")] == \
+        ["batches 3 [(4, 4), (4, 4), (2, 4)] [1, 1, 1] 1"], outs[1]
+    assert outs[1][-1] == "parts [(3, 4), (1, 4)]" == outs[0][-1], outs   # a random_split part: other rows
+    first = [line for line in outs[0] if line.startswith("first")][0].split()
+    got = [line for line in outs[1] if line.startswith("first")][0].split()
+    assert got[:3] == first[:3] and np.isclose(float(got[-1]), float(first[-1]), rtol=1e-5), (first, got)

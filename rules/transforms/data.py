@@ -17,6 +17,8 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
+from msmigrate.rules.generated import data as generated_data
+from msmigrate.rules.transforms.common import generated
 
 _PIPELINE_ROOT = "mindspore.dataset"
 
@@ -210,6 +212,11 @@ def _find_assigned(module: cst.Module, name: str) -> cst.BaseExpression | None:
 
 def _unpacked_from_view(site, name: str) -> bool:
     """`name` is a part of `a, b = random_split(...)` (a pipeline once converted)."""
+    return bool(_views_of(site, name))
+
+
+def _views_of(site, name: str) -> list[cst.Call]:
+    """The `random_split(...)` calls `name` is a part of (`a, b = random_split(...)`)."""
     found = []
 
     class Finder(cst.CSTVisitor):
@@ -217,10 +224,10 @@ def _unpacked_from_view(site, name: str) -> bool:
             if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and \
                     isinstance(node.value, cst.Call) and site.rw.scopes.resolve(node.value.func) in _VIEWS and \
                     any(dotted(e.value) == name for e in node.targets[0].target.elements):
-                found.append(node)
+                found.append(node.value)
 
     site.rw.module.visit(Finder())
-    return bool(found)
+    return found
 
 
 def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
@@ -235,9 +242,8 @@ def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
     return found[0] if len(found) == 1 else None
 
 
-def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
-    """The number of values a sample has: what `__getitem__` returns (or, for an iterable
-    dataset, what `__iter__` yields); every one must agree. 'dict' / the keys for dicts."""
+def _sample_values(cls: cst.ClassDef) -> list | None:
+    """What `__getitem__` returns (or, for an iterable dataset, what `__iter__` yields)."""
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
             returns = []
@@ -256,17 +262,53 @@ def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
                     return super().on_visit(node)
 
             stmt.visit(Returns())
-            sizes = set()
-            for value in returns:
-                if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
-                    sizes.add(len(value.elements))
-                elif isinstance(value, cst.Dict):
-                    keys = tuple(_string(e.key) for e in value.elements if isinstance(e, cst.DictElement))
-                    sizes.add(keys if keys and all(keys) and len(keys) == len(value.elements) else "dict")
-                elif value is not None:
-                    sizes.add(1)
-            return sizes.pop() if len(sizes) == 1 else None
+            return [value for value in returns if value is not None]
     return None
+
+
+def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
+    """The number of values a sample has; every one must agree. 'dict' / the keys for dicts.
+    GeneratorDataset reads a list like a tuple (one column an element)."""
+    returns = _sample_values(cls)
+    if not returns:
+        return None
+    sizes = set()
+    for value in returns:
+        if isinstance(value, (cst.Tuple, cst.List)) and \
+                not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            sizes.add(len(value.elements))
+        elif isinstance(value, cst.Dict):
+            keys = tuple(_string(e.key) for e in value.elements if isinstance(e, cst.DictElement))
+            sizes.add(keys if keys and all(keys) and len(keys) == len(value.elements) else "dict")
+        else:
+            sizes.add(1)
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def _bare_samples(site, src, seen: frozenset = frozenset()) -> bool:
+    """`src` is an instance of the program's own Dataset class whose samples are one value (not a
+    tuple, list or dict literal), or a Subset / random_split part of one: torch's collate then
+    batches them into one tensor, which the loader yields itself, where a MindSpore pipeline
+    yields a row of one column."""
+    name = dotted(src)
+    if name in seen:
+        return False
+    value = _find_assigned(site.rw.module, name) if name is not None else src
+    if value is None and name is not None:
+        views = _views_of(site, name)
+        value = views[0] if len(views) == 1 else None
+    if not isinstance(value, cst.Call):
+        return False
+    # a view (Subset(src, ...), already converted inline: GeneratorDataset(src, ..., sampler=...))
+    if site.rw.scopes.resolve(value.func) in _VIEWS or \
+            site.code(value.func) == site.code(site.ref("mindspore.dataset.GeneratorDataset")):
+        return bool(value.args) and _bare_samples(site, value.args[0].value, seen | {name})
+    if dotted(value.func) not in site.rw.local_classes:
+        return False
+    cls = _find_class(site.rw.module, dotted(value.func)) or site.rw.project_class(dotted(value.func))
+    returns = _sample_values(cls) if cls is not None else None
+    return bool(returns) and not any(isinstance(v, (cst.Tuple, cst.List, cst.Dict, cst.ListComp, cst.DictComp))
+                                     for v in returns)
 
 
 def _string(node) -> str | None:
@@ -407,14 +449,31 @@ def data_loader(site):
         if collate is not None:
             site.flag("MSC105", f"{site.qualname}: collate_fn={site.code(collate)} on single samples "
                                 f"(batch_size=None) has no MindSpore equivalent; argument dropped: apply it with .map")
-        return _keep_source(site, src, pipeline)
+        return _keep_source(site, src, _one_column(site, src, None, pipeline))
     batch_args = [cst.Arg(batch_size)]
     if site.has("drop_last"):
         batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
     if collate is not None:
-        batch_args.extend(_per_batch_map(site, collate, ncols if kind == "map" else 2))
-    return _keep_source(site, src, cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")),
-                                            args=_commas(batch_args)))
+        bare = _bare_samples(site, src)
+        batch_args.extend(_per_batch_map(site, collate, 1 if bare else ncols if kind == "map" else 2, bare))
+    batched = cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")), args=_commas(batch_args))
+    return _keep_source(site, src, _one_column(site, src, collate, batched))
+
+
+def _one_column(site, src, collate, loader):
+    """One value a batch: torch's loader yields it itself, a pipeline a row of one column; the
+    generated wrapper yields the column. Without a collate_fn the samples decide (a 1-tuple / [x]
+    sample stays a row: torch's collate then yields a one-element list too), with one what it
+    returns."""
+    if collate is None:
+        if not _bare_samples(site, src):
+            return loader
+    else:
+        fn = collate if isinstance(collate, cst.Lambda) else \
+            _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
+        if fn is None or not _returns_one_value(site, fn):
+            return loader
+    return cst.Call(func=generated(site, generated_data.msmigrate_OneColumn), args=[cst.Arg(loader)])
 
 
 # DataLoader's own defaults, for the keys a `**kwargs` dict may hold
@@ -601,19 +660,23 @@ def _converted_sampler(site, sampler) -> bool:
     return re.search(rf"(?m)^\s*{re.escape(name)}\s*=[^\n]*\b({classes})\s*\(", site.rw.module_code) is not None
 
 
-def _per_batch_map(site, collate, ncols) -> list[cst.Arg]:
+def _per_batch_map(site, collate, ncols, bare=False) -> list[cst.Arg]:
     """collate_fn=f: .batch(per_batch_map=...) gets one list per column and a BatchInfo, in the
     loader's order (reshuffled every epoch like torch's); f gets torch's list of samples
-    back with zip. When f returns a different number of values than a sample has, MindSpore needs
-    the output column names."""
+    back with zip (samples of one value: the column itself, not 1-tuples). When f returns a
+    different number of values than a sample has, MindSpore needs the output column names."""
     site.flag("review", f"{site.qualname}: collate_fn gets the samples as numpy values (Python ints and "
                         f"floats become 0-d arrays) and must return one value per column")
-    args = [kwarg("per_batch_map", site.expr("lambda *columns: {f}(list(zip(*columns[:-1])))", f=collate))]
+    samples = "list(columns[0])" if bare else "list(zip(*columns[:-1]))"
+    args = [kwarg("per_batch_map", site.expr("lambda *columns: {f}(%s)" % samples, f=collate))]
     fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
     returned = _returns_count(fn) if fn is not None else None
+    if returned is None and _returns_one_value(site, collate if isinstance(collate, cst.Lambda) else fn):
+        returned = 1
     if returned is None and not isinstance(collate, cst.Lambda):
         site.flag("review", f"{site.qualname}: how many values collate_fn={site.code(collate)} returns is not "
-                            f"visible: if not {ncols}, pass output_columns=[...] to .batch")
+                            f"visible: if not {ncols}, pass output_columns=[...] to .batch; if one value, the "
+                            f"loader yields it in a one-element list (torch: the value itself)")
     elif isinstance(ncols, int) and returned is not None and returned != ncols:
         args.append(kwarg("output_columns", _column_names(returned)))
     return args
@@ -652,6 +715,48 @@ def _returns_count(fn: cst.FunctionDef) -> int | None:
 
     fn.visit(Returns())
     return sizes.pop() if len(sizes) == 1 else None
+
+
+# calls whose value is one array: a collate_fn returning one is yielded by torch's loader as is
+_ONE_VALUE_CALLS = frozenset({
+    "torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack",
+    "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor",
+    "torch.Tensor", "torch.nn.utils.rnn.pad_sequence", "numpy.stack", "numpy.array", "numpy.asarray",
+    "numpy.concatenate", "numpy.vstack"})
+
+
+def _returns_one_value(site, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
+    """Every `return` of `fn` (a lambda: its body) is a call that makes one array (torch.stack(...), ...)."""
+    if fn is None:
+        return False
+    values = [fn.body] if isinstance(fn, cst.Lambda) else []
+
+    class Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn
+
+        def visit_Lambda(self, node):
+            return False
+
+        def visit_Return(self, node):
+            values.append(node.value)
+
+    if isinstance(fn, cst.FunctionDef):
+        fn.visit(Returns())
+
+    def one(value) -> bool:
+        if isinstance(value, cst.BinaryOperation):   # torch.stack(batch) * 2
+            return one(value.left) or one(value.right)
+        if not isinstance(value, cst.Call):
+            return False
+        if site.rw.scopes.resolve(value.func) in _ONE_VALUE_CALLS:
+            return True
+        # a lambda is an argument, converted already: ops.stack(...), ms.tensor(...), np.stack(...)
+        name = (dotted(value.func) or "").split(".")
+        return isinstance(fn, cst.Lambda) and len(name) == 2 and name[0] in ("ops", "ms", "np") and \
+            name[1] in {q.rsplit(".", 1)[-1] for q in _ONE_VALUE_CALLS}
+
+    return bool(values) and all(one(v) for v in values)
 
 
 def _check_loader_uses(site, shuffle, src) -> None:
