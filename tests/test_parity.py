@@ -423,3 +423,9 @@ def test_the_rounding_run_starts_from_torchs_weights_rounded_differently(tmp_pat
     moved = sensitivity(tmeta, tarr, pmeta, parr)
     states = [v for (step, name), v in moved.items() if name is not None]
     assert states and 0 < max(states) < 1e-5, moved
+    # the second rounding (run where the first leaves a difference unexplained) is another one
+    pmeta2, parr2 = _run_runner("torch", script, tmp_path / "torch_rounded2", opts, tmp_path / "torch", tmp_path,
+                                perturb=2)
+    assert pmeta2["losses"][0] == pytest.approx(tmeta["losses"][0], rel=1e-6)
+    moved2 = sensitivity(tmeta, tarr, pmeta2, parr2)
+    assert set(moved2) == set(moved) and moved2 != moved and 0 < max(moved2.values()) < 1e-5

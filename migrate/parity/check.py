@@ -33,7 +33,7 @@ class Options:
 
 
 def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_record: Path | None,
-                workdir: Path, perturb: bool = False) -> tuple[dict, dict]:
+                workdir: Path, perturb: int = 0) -> tuple[dict, dict]:
     spec = {"framework": framework, "script": str(script), "out": str(out), "steps": opts.steps,
             "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None,
             "args": list(opts.args), "perturb": perturb}
@@ -404,13 +404,22 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         first = result["first_divergence"] or {}
         if first.get("kind") == "state" or (first.get("kind") == "loss" and first["step"] > 1
                                             and first.get("relative", 1) < 1e-2):
-            # is that difference more than float32 rounding makes of torch's own training?
-            pmeta, parr = _run_runner("torch", script, workdir / "torch_rounded", opts, workdir / "torch", workdir,
-                                      perturb=True)
-            first_losses = [m["losses"][0] if m["losses"] else None for m in (tmeta, pmeta)]
-            # only a run that starts where the first one did measures rounding (not other random draws)
-            if None not in first_losses and abs(first_losses[1] - first_losses[0]) <= 1e-5 * abs(first_losses[0]) + 1e-7:
-                result = compare(tmeta, tarr, mmeta, marr, opts, sensitivity(tmeta, tarr, pmeta, parr))
+            # is that difference more than float32 rounding makes of torch's own training? One
+            # rounding may leave a value (a loss that sums large terms) unmoved by chance: a
+            # second one, rounded otherwise, is run when the first does not account for it
+            moved: dict = {}
+            for attempt in (1, 2):
+                pmeta, parr = _run_runner("torch", script, workdir / f"torch_rounded{attempt}", opts,
+                                          workdir / "torch", workdir, perturb=attempt)
+                first_losses = [m["losses"][0] if m["losses"] else None for m in (tmeta, pmeta)]
+                # only a run that starts where the first one did measures rounding (not other random draws)
+                if None in first_losses or abs(first_losses[1] - first_losses[0]) > 1e-5 * abs(first_losses[0]) + 1e-7:
+                    break
+                for key, value in sensitivity(tmeta, tarr, pmeta, parr).items():
+                    moved[key] = max(moved.get(key, 0.0), value)
+                result = compare(tmeta, tarr, mmeta, marr, opts, moved)
+                if result["passed"]:
+                    break
     result["setup"] = {
         "torch_script": str(script), "converted": converted,
         "mindspore_script": str(against) if keep or not converted else "(temporary; --keep DIR keeps it)",

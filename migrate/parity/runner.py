@@ -193,11 +193,11 @@ def _record_tiny_gradients(rec: Record, step: int, named_parameters, prefix: str
             rec.arrays[f"noise/{step}/{prefix}{name}"] = mask
 
 
-def _round_differently(parameters, torch) -> None:
+def _round_differently(parameters, torch, seed: int = 0) -> None:
     """Move the elements of each parameter by float32 rounding (a unit in the last place where
     a random relative change of ~6e-8 crosses one), in place, from a NumPy generator of its own
     (no draw of the program moves)."""
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(seed)
     with torch.no_grad():
         for p in parameters:
             if p.is_floating_point() and p.numel():
@@ -444,7 +444,7 @@ def run_torch(rec: Record, script: str) -> None:
                 for k, p in module.named_parameters():
                     if f"init/{prefix}{k}" in first.files:
                         p.copy_(torch.from_numpy(first[f"init/{prefix}{k}"]).to(p.dtype))
-            _round_differently(module.parameters(), torch)
+            _round_differently(module.parameters(), torch, int(rec.spec["perturb"]) - 1)
         st["nets"].append({"prefix": prefix, "module": module, "state": lambda: state_of(module),
                            "params": module.named_parameters})
         if prefix:
