@@ -647,6 +647,12 @@ class Rewriter(cst.CSTTransformer):
         self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
         self.called_refs: set[int] = set()   # ids of references passed to map/filter (called)
         self.cell_classes: list[bool] = []  # per enclosing class: is it a torch.nn.Module subclass
+        # per enclosing class: its (original) node and len(self.functions) where its methods sit
+        self.class_nodes: list[tuple[cst.ClassDef, int]] = []
+        # classes the file defines or imports from the project: `Cls.method(...)` is called on a
+        # class, never an instance method of a torch object (`Fn.apply(x)` is no Module.apply)
+        self.file_classes: set[str] = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)} \
+            | set(ctx.project_classes)
 
     def project_class(self, name: str) -> cst.ClassDef | None:
         """The definition of a class this file imports from another project file, if known."""
@@ -900,6 +906,7 @@ class Rewriter(cst.CSTTransformer):
                 self._skip_chain(base.value)
                 cell = cell or found[0].torch.startswith("torch.nn.")
         self.cell_classes.append(cell)
+        self.class_nodes.append((node, len(self.functions)))
         self.scopes.push_class(node, self.ctx.known_scope(node))
 
     def _class_base_record(self, expr) -> tuple[ApiRecord, str] | None:
@@ -916,6 +923,7 @@ class Rewriter(cst.CSTTransformer):
         self.scopes.pop()
         self.cell_classes.pop()
         self.plain_objects = {n for n in self.plain_objects if not n.startswith("self.")}
+        self.class_nodes.pop()
         bases = []
         root: ApiRecord | None = None
         self.pos_stack.append(self._pos(original))
@@ -1230,6 +1238,8 @@ class Rewriter(cst.CSTTransformer):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
             if root in self.plain_objects:
                 return updated  # `memory.size()` of a replay buffer: the program's own method
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_classes:
+            return updated
         rec = self._pick_method(candidates, receiver)
         if rec is None:
             return updated
