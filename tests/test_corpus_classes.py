@@ -236,8 +236,9 @@ def test_gat_layers_initialise_through_data_and_train_through_a_sparse_function(
     self.W.data)` in __init__ became an initialiser of `ops.stop_gradient(self.W)` (the compiled-
     code reading of .data applied to __init__, which is never compiled), and the sparse
     attention's autograd.Function was refused for ctx.needs_input_grad, its `Fn.apply(...)` then
-    taken for Module.apply. Converted, the initialisers fill the parameters themselves and the
-    Function's bprop trains like torch's backward."""
+    taken for Module.apply; `'cuda' if x.is_cuda else 'cpu'` in forward did not compile.
+    Converted, the initialisers fill the parameters themselves and the Function's bprop trains
+    like torch's backward."""
     from test_values_change_type import _outputs, _same_line
 
     src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "gat_layers.py"
