@@ -328,3 +328,36 @@ def test_values_of_array_libraries_are_followed_in_order():
     assert "e = ops.tensor_dot(d, d, axes=1)" in code, code
     assert "def f(m):\n    return m.dot(m)" in code and "def g(m):\n    return ops.tensor_dot(m, m, axes=1)" in code
     assert "t = ms.Tensor(list(idx), dtype=ms.int64)" in code, code
+
+
+@pytest.mark.framework
+def test_step_of_a_function_reading_only_globals_compiles_once(tmp_path):
+    """pyGAT's `def train(epoch)` reads the model, optimizer and data of the module: its step was
+    defined inside the function and compiled again on every epoch (marked MSC101). Built once
+    before the function, it compiles once and trains like torch."""
+    import re
+
+    from test_values_change_type import _outputs, _same_line
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "train_epoch_function.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "compiled again on every call" not in result.code and "\ngrad_fn = " in result.code, result.code
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 4 and all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "1"}
+    proc = subprocess.run([sys.executable, str(tmp_path / f"{src.stem}_converted.py")], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compiled = re.findall(r"CompileInner\] Start compiling, phase: [\w.]*?\.(\w+)\.", proc.stderr)
+    assert [f for f in compiled if f.startswith("train_step")] == ["train_step"], compiled
+
+
+def test_step_reading_a_global_bound_again_later_stays_in_its_function():
+    """A name the step reads bound again after the function (`optimizer = ...` later) would be
+    kept at its first object by a step built once: the step stays where it was, marked."""
+    src = ("import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 1)\n"
+           "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nx = torch.ones(4, 2)\n"
+           "def train(epoch):\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+           "train(0)\nopt = torch.optim.SGD(model.parameters(), lr=0.01)\ntrain(1)\n")
+    result = convert_source(src, "m.py")
+    assert "compiled again on every call" in result.code, result.code
