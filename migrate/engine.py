@@ -18,6 +18,7 @@ from libcst.helpers import parse_template_expression, parse_template_statement
 
 from msmigrate.arguments import argument_objects
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
+from msmigrate.foreign import foreign_receivers
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
@@ -115,6 +116,8 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
+    from msmigrate.rules import ARRAY_LIBRARIES
+    ctx.foreign = foreign_receivers(ctx.module, names.imports, ARRAY_LIBRARIES)
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
@@ -142,6 +145,8 @@ class FileContext:
     # function name -> {parameter -> torch API of the object every call passes} (msmigrate.arguments)
     arguments: dict = field(default_factory=dict)
     plain_classes: set = field(default_factory=set)   # classes of plain Python objects (names.plain_classes)
+    # ids of receivers holding another array library's value (msmigrate.foreign): not tensors
+    foreign: set = field(default_factory=set)
 
     def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
         """A test for original statements: False only when none of `words` occurs as an
@@ -647,6 +652,12 @@ class Rewriter(cst.CSTTransformer):
         self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
         self.called_refs: set[int] = set()   # ids of references passed to map/filter (called)
         self.cell_classes: list[bool] = []  # per enclosing class: is it a torch.nn.Module subclass
+        # per enclosing class: its (original) node and len(self.functions) where its methods sit
+        self.class_nodes: list[tuple[cst.ClassDef, int]] = []
+        # classes the file defines or imports from the project: `Cls.method(...)` is called on a
+        # class, never an instance method of a torch object (`Fn.apply(x)` is no Module.apply)
+        self.file_classes: set[str] = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)} \
+            | set(ctx.project_classes)
 
     def project_class(self, name: str) -> cst.ClassDef | None:
         """The definition of a class this file imports from another project file, if known."""
@@ -900,6 +911,7 @@ class Rewriter(cst.CSTTransformer):
                 self._skip_chain(base.value)
                 cell = cell or found[0].torch.startswith("torch.nn.")
         self.cell_classes.append(cell)
+        self.class_nodes.append((node, len(self.functions)))
         self.scopes.push_class(node, self.ctx.known_scope(node))
 
     def _class_base_record(self, expr) -> tuple[ApiRecord, str] | None:
@@ -916,6 +928,7 @@ class Rewriter(cst.CSTTransformer):
         self.scopes.pop()
         self.cell_classes.pop()
         self.plain_objects = {n for n in self.plain_objects if not n.startswith("self.")}
+        self.class_nodes.pop()
         bases = []
         root: ApiRecord | None = None
         self.pos_stack.append(self._pos(original))
@@ -1110,6 +1123,8 @@ class Rewriter(cst.CSTTransformer):
             return False
         if dotted(receiver) in self.plain_objects:
             return False
+        if id(receiver) in self.ctx.foreign:
+            return False
         root = dotted(receiver.func if isinstance(receiver, cst.Call) else receiver)
         if root is not None:
             bound = self.scopes.resolve_name(root.split(".")[0])
@@ -1230,6 +1245,10 @@ class Rewriter(cst.CSTTransformer):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
             if root in self.plain_objects:
                 return updated  # `memory.size()` of a replay buffer: the program's own method
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_classes:
+            return updated
+        if id(receiver) in self.ctx.foreign:
+            return updated   # `m.multiply(o)` of a SciPy matrix, `a.dot(b)` of a NumPy array
         rec = self._pick_method(candidates, receiver)
         if rec is None:
             return updated

@@ -27,6 +27,11 @@ PROMOTE = "dtypes.promote"
 # into the first argument where torch would (rules/transforms/functional.py).
 INPLACE = "functional.write_back"
 
+# Array libraries whose objects have methods and attributes of torch's names computing their own
+# values (SciPy's sparse `m.multiply(o)`, `m.T`, NumPy's `a.dot(b)`): on a value visibly made by
+# one of them, these are left as written (msmigrate.foreign).
+ARRAY_LIBRARIES = frozenset({"numpy", "scipy", "pandas"})
+
 # Decorators that return the function they decorate (gradient modes): a function under one is
 # still called as written, so what its calls pass in is known (msmigrate.arguments).
 PLAIN_DECORATORS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.enable_grad",

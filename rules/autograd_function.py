@@ -6,10 +6,10 @@ in compiled graphs alike:
         @staticmethod                                  def forward(self, x, lo):
         def forward(ctx, x, lo):                           return x.clamp(min=lo)
             ctx.save_for_backward(x)                   def bprop(self, x, lo, out, g):
-            ctx.lo = lo                                    x, = (x,)
-            return x.clamp(min=lo)                         return (g * (x > lo).float(),
-        @staticmethod                                              torch.zeros_like(lo) if ... else 0)
-        def backward(ctx, g):                      msmigrate_Clamp = Clamp()
+            ctx.lo = lo                                    return (g * (x > lo).float(),
+            return x.clamp(min=lo)                                 torch.zeros_like(lo) if ... else 0)
+        @staticmethod                              msmigrate_Clamp = Clamp()
+        def backward(ctx, g):
             x, = ctx.saved_tensors
             return g * (x > ctx.lo).float(), None  # `Clamp.apply(t, 0.)` -> `msmigrate_Clamp(t, 0.)`
 
@@ -17,8 +17,9 @@ This pass runs on torch names, before the table pass, which then converts the mo
 its `forward` and the torch calls inside both methods. `bprop` receives the forward's inputs, its
 output and the output gradient(s): what the backward read from `ctx` is rebuilt from those (a
 saved input by name, the saved output as `out`, a saved intermediate by recomputing the forward's
-statements). A `None` gradient (an input without one) becomes zeros. What this cannot express
-faithfully (`ctx.needs_input_grad`, `mark_dirty`, `mark_non_differentiable`, `setup_context`,
+statements); `ctx.needs_input_grad[i]` is true for a floating-point tensor input. A `None`
+gradient (an input without one) becomes zeros. What this cannot express
+faithfully (`mark_dirty`, `mark_non_differentiable`, `setup_context`,
 `*args`, several returns in forward) leaves the class as it is, marked, and the file stops at its
 top. Checked against torch by tests/test_autograd_function.py."""
 from __future__ import annotations
@@ -123,11 +124,25 @@ def _names(node) -> set[str]:
 
 
 class _CtxReads(cst.CSTTransformer):
-    """In backward: `ctx.saved_tensors` -> the tuple of what was saved, `ctx.attr` -> its value."""
-    def __init__(self, ctx: str, saved: cst.Tuple, attrs: dict) -> None:
+    """In backward: `ctx.saved_tensors` -> the tuple of what was saved, `ctx.attr` -> its value,
+    `ctx.needs_input_grad[i]` -> whether input i is a floating-point tensor (see _needs_grad)."""
+    def __init__(self, ctx: str, saved: cst.Tuple, attrs: dict, inputs: list[str], torch: str) -> None:
         super().__init__()
         self.ctx, self.saved, self.attrs = ctx, saved, attrs
+        self.inputs, self.torch = inputs, torch
         self.left: list[str] = []
+
+    def leave_Subscript(self, original, updated):
+        # `ctx.needs_input_grad[1]`: the flag of that input itself (a tuple indexed by a literal)
+        if isinstance(updated.value, cst.Tuple) and original.value is not updated.value \
+                and isinstance(original.value, cst.Attribute) and original.value.attr.value == "needs_input_grad" \
+                and dotted(original.value.value) == self.ctx \
+                and len(updated.slice) == 1 and isinstance(updated.slice[0].slice, cst.Index) \
+                and isinstance(updated.slice[0].slice.value, cst.Integer):
+            i = int(updated.slice[0].slice.value.value, 0)
+            if 0 <= i < len(updated.value.elements):
+                return updated.value.elements[i].value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return updated
 
     def leave_Attribute(self, original, updated):
         if dotted(updated.value) != self.ctx:
@@ -135,6 +150,8 @@ class _CtxReads(cst.CSTTransformer):
         attr = updated.attr.value
         if attr in ("saved_tensors", "saved_variables"):
             return self.saved
+        if attr == "needs_input_grad":
+            return cst.Tuple([cst.Element(_needs_grad(x, self.torch)) for x in self.inputs])
         if attr in self.attrs:
             value = self.attrs[attr]
             return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
@@ -142,6 +159,14 @@ class _CtxReads(cst.CSTTransformer):
                                           cst.SimpleString, cst.Tuple)) else value
         self.left.append(attr)
         return updated
+
+
+def _needs_grad(x: str, torch: str) -> cst.BaseExpression:
+    """torch's ctx.needs_input_grad[i]: input i is a tensor that requires grad. bprop cannot know
+    which inputs MindSpore differentiates; it computes the gradient of every floating-point
+    tensor input (MindSpore drops those nobody asked for) and none for the others (integer
+    tensors and Python values never require grad in torch): the gradients used are torch's."""
+    return cst.parse_expression(f"isinstance({x}, {torch}.Tensor) and {torch}.is_floating_point({x})")
 
 
 def _convert(cls: cst.ClassDef, torch: str) -> cst.ClassDef:
@@ -194,11 +219,14 @@ def _convert(cls: cst.ClassDef, torch: str) -> cst.ClassDef:
         return out_of.get(expr.value, expr) if isinstance(expr, cst.Name) else expr
 
     saved_tuple = cst.Tuple([cst.Element(rebuilt(e)) for e in saved]) if saved else cst.Tuple([])
-    reads = _CtxReads(bctx, saved_tuple, {k: rebuilt(v) for k, v in attrs.items()})
+    reads = _CtxReads(bctx, saved_tuple, {k: rebuilt(v) for k, v in attrs.items()}, inputs, torch)
     bbody = backward.body.visit(reads)
     if reads.left or bctx in _names(bbody):
         what = f"ctx.{reads.left[0]}" if reads.left else "ctx"
         raise Refused(f"backward reads {what}, which bprop has no equivalent of")
+    # `a, b = ctx.saved_tensors` saving inputs or recomputed values of the same names reads
+    # `a, b = (a, b)`: dropped, so later rules see where `a` was made
+    bbody = bbody.with_changes(body=[s for s in bbody.body if not _self_assignment(s)])
     # a saved intermediate of forward (neither input nor output) is recomputed first
     needed = (_names(saved_tuple) | set().union(*(_names(v) for v in attrs.values()))) - set(inputs) - {"out"}
     locals_ = set().union(*(_assigned(s) for s in kept)) if kept else set()
@@ -235,6 +263,25 @@ def _convert(cls: cst.ClassDef, torch: str) -> cst.ClassDef:
             members.append(stmt)
     base = cst.Arg(cst.parse_expression(f"{torch}.nn.Module"))
     return cls.with_changes(bases=[base], body=cls.body.with_changes(body=members))
+
+
+def _self_assignment(stmt) -> bool:
+    """`a, b = (a, b)` / `a, = (a,)` / `a = a`: names assigned to themselves."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+        return False
+    target, value = stmt.body[0].targets[0].target, stmt.body[0].value
+
+    def names(node):
+        if isinstance(node, cst.Name):
+            return [node.value]
+        if isinstance(node, (cst.Tuple, cst.List)) and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+                                                           for e in node.elements):
+            return [e.value.value for e in node.elements]
+        return None
+
+    left, right = names(target), names(value)
+    return left is not None and left == right
 
 
 def _returns(stmts):

@@ -1060,6 +1060,11 @@ class TrainingLoopPass(PathTransformer):
             new_body = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
                                    f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
                         self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")] + new_body
+        elif self._reads_only_settled_globals(scope, defs):
+            # `def train(epoch)` whose step reads only module-level names bound before the
+            # function and never after: the same step on every call, built once before it
+            defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
+            self.pending.setdefault(id(scope), []).extend(defs)
         else:
             defs[0] = self._flag(defs[0], "review", "the training step is defined inside this "
                                  "function, so it is compiled again on every call: move the "
@@ -1335,6 +1340,44 @@ class TrainingLoopPass(PathTransformer):
         if not captured or captured & writes(scope.body) or not captured <= set(params):
             return None
         return [p for p in params if p in captured]
+
+    def _reads_only_settled_globals(self, scope, defs: list) -> bool:
+        """The step's definitions, moved from a module-level function to just before it, compute
+        the same: they read nothing of the function, what they read when defined (the optimizer
+        in value_and_grad's arguments, decorators) is bound by module-level statements before
+        the function, and no module-level statement after it, nor a `global` in a function,
+        binds a name they read (a compiled step would keep the first object)."""
+        if not isinstance(scope, cst.FunctionDef) or len(self.funcs) != 2 or \
+                any(sc.kind == "class" for sc in self.scopes.stack):
+            return False
+        body = list(self.funcs[0].body)
+        at = next((i for i, s in enumerate(body) if s is scope), None)
+        if at is None:
+            return False
+        bound, free, at_definition = set(), set(), set()
+        for d in defs:
+            if isinstance(d, cst.FunctionDef):
+                inner = set(params_of(d.params)) | writes(d.body)
+                free |= reads(d.body) - inner
+                decorators = set().union(*(reads(dec) for dec in d.decorators)) if d.decorators else set()
+                free |= decorators - bound
+                at_definition |= decorators - bound
+                bound.add(d.name.value)
+            else:
+                read = reads(d) - bound
+                free |= read
+                at_definition |= read
+                bound |= writes(d)
+        free -= bound
+        if free & (writes(scope.body) | set(params_of(scope.params))):
+            return False
+        before = set().union(*(writes(s) for s in body[:at])) if at else set()
+        after = set().union(*(writes(s) for s in body[at + 1:])) if at + 1 < len(body) else set()
+        if free & after or re.search(r"\bglobal\b", self.funcs[0].code):
+            return False
+        # names read at definition: bound before the function, or nowhere in the module
+        # (builtins, imports the conversion adds)
+        return all(n in before or n not in after for n in at_definition)
 
     @staticmethod
     def _ids(names: list[str]) -> str:

@@ -25,8 +25,10 @@ def test_custom_functions_train_like_torch(tmp_path):
 
 
 @pytest.mark.parametrize("body", [
+    "ctx.mark_non_differentiable(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n"
+    "        return g\n",
     "ctx.save_for_backward(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n"
-    "        return g if ctx.needs_input_grad[0] else None\n",
+    "        return g if ctx.materialize_grads else None\n",
     "ctx.mark_dirty(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n        return g\n",
     "return x, x\n    @staticmethod\n    def backward(ctx, g1, g2):\n        return g1, g2\n",
 ])
@@ -37,3 +39,17 @@ def test_what_bprop_cannot_express_stops_the_file(body):
     codes = {d.code for d in result.diagnostics}
     assert "MSC102" in codes and "MSC108" in codes, result.diagnostics
     assert any("nn.Cell with a bprop" in d.message for d in result.diagnostics)
+
+
+def test_needs_input_grad_is_each_input_s_own_flag():
+    """ctx.needs_input_grad[i] -> whether input i is a floating-point tensor: bprop computes those
+    gradients (MindSpore drops the ones not asked for), none for integers and Python values.
+    Run against torch by tests/test_corpus_classes.py (fixtures/programs/gat_layers.py)."""
+    src = ("import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, k):\n"
+           "        ctx.save_for_backward(x)\n        return x * k\n    @staticmethod\n    def backward(ctx, g):\n"
+           "        x, = ctx.saved_tensors\n        gx = None\n        if ctx.needs_input_grad[0]:\n"
+           "            gx = g * 2\n        return gx, None\n")
+    result = convert_source(src, "f.py")
+    assert not result.diagnostics, result.diagnostics
+    assert "if (isinstance(x, ms.Tensor) and ops.is_floating_point(x)):" in result.code, result.code
+    assert "x, = (x,)" not in result.code and "needs_input_grad" not in result.code

@@ -18,8 +18,8 @@ _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 
 
 def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
-    """'model.pt' -> 'model.ckpt' (also the last literal part of an f-string); other paths are
-    flagged unless they visibly end in .ckpt."""
+    """'model.pt' -> 'model.ckpt' (also the last literal part of an f-string, the template of
+    '{}.pkl'.format(n) and '%d.pkl' % n); other paths are flagged unless they visibly end in .ckpt."""
     if isinstance(path, cst.SimpleString):
         text = path.evaluated_value
         if isinstance(text, str):
@@ -29,6 +29,14 @@ def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
                     if new.isprintable() and path.quote not in new and "\\" not in new else \
                     cst.SimpleString(repr(new))
             return path
+    if isinstance(path, cst.Call) and isinstance(path.func, cst.Attribute) and path.func.attr.value == "format" \
+            and isinstance(path.func.value, cst.SimpleString):
+        # '{}.pkl'.format(epoch): the literal's name, renamed as a literal path is
+        template = _ckpt_path(site, path.func.value)
+        return path.with_changes(func=path.func.with_changes(value=template))
+    if isinstance(path, cst.BinaryOperation) and isinstance(path.operator, cst.Modulo) \
+            and isinstance(path.left, cst.SimpleString):   # '%d.pkl' % epoch
+        return path.with_changes(left=_ckpt_path(site, path.left))
     if isinstance(path, cst.FormattedString) and path.parts and isinstance(path.parts[-1], cst.FormattedStringText):
         last = path.parts[-1]
         new = _renamed(last.value)

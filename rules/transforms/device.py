@@ -65,6 +65,18 @@ def current_device(site):
     return site.expr("{get}('device_id')", get=site.ref("mindspore.get_context"))
 
 
+def tensor_place(site):
+    """x.is_cuda / x.is_cpu: where the tensor lives. MindSpore places every tensor on its one
+    device target (ms.set_device), which compiled code (a construct, where `dv = 'cuda' if
+    x.is_cuda else 'cpu'` picks a placement) cannot read: the answer on CPU, marked, since on a
+    GPU target torch's answer would be the other one. Device values only place tensors, which
+    converted code does not do: a program choosing its device by it computes the same."""
+    on_cpu = site.record.method_name == "is_cpu"
+    site.flag("review", f"{site.qualname} -> {on_cpu}: the CPU target's answer (MindSpore places every "
+                        f"tensor on its one device target; compiled code cannot read it)")
+    return cst.Name("True" if on_cpu else "False")
+
+
 def false_value(site):
     return cst.Name("False")
 

@@ -27,3 +27,26 @@ def coo_as_dense(site):
         size = site.expr("tuple({s})", s=size)
     return site.expr("{scatter}({i}.T, {v}, {s})", scatter=site.ref("mindspore.ops.scatter_nd"),
                      i=indices, v=values, s=size)
+
+
+_COO = ("torch.sparse_coo_tensor", "torch.sparse.FloatTensor")
+
+
+def coo_part(site):
+    """`a._indices()` / `a._values()` of a sparse tensor: the dense tensor standing for it has
+    neither. Where `a` was bound, in straight-line code before, to `torch.sparse_coo_tensor(i,
+    v, ...)` (not coalesced: torch keeps i and v as given, duplicates and order) and `i` / `v`
+    are names not bound since, they are `i` / `v` themselves. Elsewhere marked."""
+    from msmigrate.rules.transforms.dtypes import _NOT_FOUND, _straight_line_value
+    part = "indices" if site.record.method_name == "_indices" else "values"
+    receiver = site.original_receiver
+    value = _straight_line_value(site.rw, receiver.value) if isinstance(receiver, cst.Name) else None
+    if isinstance(value, cst.Call) and (site.rw.scopes.resolve(value.func) or "") in _COO:
+        position = 0 if part == "indices" else 1
+        args = [a for a in value.args if a.keyword is None and not a.star]
+        arg = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == part),
+                   args[position].value if len(args) > position else None)
+        if isinstance(arg, cst.Name) and _straight_line_value(site.rw, arg.value) is _NOT_FOUND:
+            return arg
+    raise Unconvertible(f"Tensor._{part}() of a sparse tensor: sparse tensors are dense in the converted "
+                        f"program; pass the {part} the tensor was built from instead", "manual")

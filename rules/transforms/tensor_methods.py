@@ -933,8 +933,9 @@ def data_read(site):
     """`x.data` read in a method of an nn.Module subclass: its construct (and what it calls) is
     compiled, where MindSpore 2.10 rejects Tensor.data ("'Parameter' object has no attribute
     'numpy'" for `attn.data.numpy()`); torch's `.data` is the value cut from the graph, which is
-    `ops.stop_gradient(x)`. Elsewhere (PyNative code, where Tensor.data is the tensor itself) and in
-    a statement that writes through `.data` (in-place updates, converted elsewhere) it is kept."""
+    `ops.stop_gradient(x)`. Elsewhere (PyNative code: `__init__` and what it calls, where
+    Tensor.data is the tensor itself) and in a statement that writes through `.data` (in-place
+    updates, converted elsewhere) it is kept."""
     if not _in_cell_method(site):
         return site.node.func
     if _WRITES_DATA.search(cst.Module([]).code_for_node(site.statement)):
@@ -943,8 +944,55 @@ def data_read(site):
 
 
 def _in_cell_method(site) -> bool:
-    """In a method of an nn.Module subclass: code MindSpore compiles (construct and its helpers)."""
-    return bool(site.rw.cell_classes and site.rw.cell_classes[-1] and site.rw.functions)
+    """In a method of an nn.Module subclass that MindSpore compiles: construct and its helpers.
+    `__init__` (and the other dunders, and the methods only they call: `reset_parameters`) run
+    in Python, never compiled; there `p.data` is the parameter's storage that initialisers write
+    (`nn.init.xavier_uniform_(self.W.data)`), which ops.stop_gradient(p), a new tensor, is not."""
+    rw = site.rw
+    if not (rw.cell_classes and rw.cell_classes[-1] and rw.functions and rw.class_nodes):
+        return False
+    cls, depth = rw.class_nodes[-1]
+    return len(rw.functions) > depth and rw.functions[depth] not in _uncompiled_methods(cls)
+
+
+_DUNDER = re.compile(r"__\w+__")
+
+
+@functools.lru_cache(maxsize=64)
+def _uncompiled_methods(cls: cst.ClassDef) -> frozenset[str]:
+    """The methods of a Module class that are never compiled: dunders other than __call__ and
+    the methods reachable from them (`self.name` references) but not from forward/construct. A
+    method neither reaches (`get_attention`) counts as compiled: another Cell's construct may
+    call it."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+
+    def referenced(fn: cst.FunctionDef) -> set[str]:
+        params = fn.params.params
+        if not params:
+            return set()
+        me = params[0].name.value
+        found: set[str] = set()
+
+        class _Refs(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if isinstance(node.value, cst.Name) and node.value.value == me and node.attr.value in methods:
+                    found.add(node.attr.value)
+
+        fn.body.visit(_Refs())
+        return found
+
+    def reach(roots: set[str]) -> set[str]:
+        seen, todo = set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(referenced(methods[name]) - seen)
+        return seen
+
+    compiled = reach({n for n in ("forward", "construct", "__call__") if n in methods})
+    python = reach({n for n in methods if _DUNDER.fullmatch(n) and n != "__call__"})
+    return frozenset(python - compiled)
 
 
 @torch_method

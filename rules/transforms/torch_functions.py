@@ -301,6 +301,8 @@ def factory(site):
     """A tensor factory whose arguments map one to one: requires_grad=True -> Parameter. Literal
     complex data without dtype is complex64 in torch (the default float32's complex), complex128
     in MindSpore: the dtype is written."""
+    if "data" in site.bound and _is_range(site, site.arg("data")):
+        site.bound["data"] = site.bound["data"].with_changes(value=site.expr("list({r})", r=site.arg("data")))
     if "data" in site.bound and _is_none(site.arg("dtype")) and _has_complex(site.arg("data")):
         site.bound.pop("dtype", None)
         return _trainable(site, site.call(site.record.target, [*site.standard_args(),
@@ -441,6 +443,8 @@ def tensor_class(site):
     data = site.arg("data")
     if data is None:
         return site.call("mindspore.Tensor", [cst.Arg(cst.List([])), kwarg("dtype", site.ref(dtype))])
+    if len(site.node.args) == 1 and _is_range(site, data):
+        return site.call("mindspore.Tensor", [cst.Arg(site.expr("list({r})", r=data)), kwarg("dtype", site.ref(dtype))])
     items = data.elements if isinstance(data, cst.Tuple) and len(site.node.args) > 1 else [data]
     values = []
     for item in items:
@@ -475,6 +479,16 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}({site.code(data)}): taken for data; an int here would be a size "
                             f"(an uninitialised tensor)")
     return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
+
+
+def _is_range(site, data) -> bool:
+    """`range(...)`, or a name bound to one in straight-line code before: torch reads a range as
+    a sequence; ms.Tensor rejects it (a list of its values is the same data)."""
+    from msmigrate.rules.transforms.dtypes import _straight_line_value
+    if isinstance(data, cst.Name):
+        data = _straight_line_value(site.rw, data.value)
+    return isinstance(data, cst.Call) and isinstance(data.func, cst.Name) and data.func.value == "range" \
+        and not any("range" in scope.bindings for scope in site.rw.scopes.stack)
 
 
 def _is_plain_reference(node) -> bool:

@@ -1,0 +1,346 @@
+"""Values visibly made by another array library (NumPy, SciPy: rules name them), whose methods
+share torch's names and compute their own values: `adj.T.multiply(adj.T > adj)` on a SciPy
+sparse matrix, `mx.dot(d)`. A method called on one, or an attribute read from one, is not a
+torch Tensor's, and the engine leaves it as written.
+
+Found flow-sensitively, in the safe direction (unknown is "maybe a tensor"): through each
+function body (and the module's) in order, a name holds a foreign value after `name = expr`
+where expr is one (a call of the library or of a method of a foreign value, an attribute or item
+of one, an operation on foreign values and literals), until it is bound otherwise; a name
+bound inside a loop, a try or a nested scope is unknown there and after. A parameter holds one
+when every call of its function in the file passes one (iterated to a fixpoint); a function
+used other than by calls by its name gets no such fact. Read on the module the table pass
+visits: the result is the set of ids of the receiver expressions (`X` in `X.attr`)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import libcst as cst
+
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
+_MAX_ROUNDS = 4
+
+
+def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries: Iterable[str]) -> set[int]:
+    """Ids of the expressions of `module` that are receivers (`X` in `X.attr`, `X.method()`)
+    holding a value of one of `libraries` (top-level package names)."""
+    libs = frozenset(libraries)
+    own = {name for name, q in imports.items() if q.split(".")[0] in libs}
+    if not own:
+        return set()
+    analysis = _Analysis(module, own)
+    facts: dict[tuple[str, str], bool] = {}
+    for _ in range(_MAX_ROUNDS):
+        analysis.run(facts)
+        new = analysis.parameter_facts()
+        if new == facts:
+            break
+        facts = new
+    return analysis.receivers
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    """Names a statement binds anywhere inside it (assignment, loop and with targets, imports,
+    defs, walrus), not looking into nested scopes' bodies."""
+    found: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def _targets(self, target) -> None:
+            for sub in _names_in(target):
+                found.add(sub)
+
+        def visit_AssignTarget(self, n):
+            self._targets(n.target)
+
+        def visit_AugAssign(self, n):
+            self._targets(n.target)
+
+        def visit_AnnAssign(self, n):
+            self._targets(n.target)
+
+        def visit_For(self, n):
+            self._targets(n.target)
+
+        def visit_CompFor(self, n):
+            return False
+
+        def visit_WithItem(self, n):
+            if n.asname is not None:
+                self._targets(n.asname.name)
+
+        def visit_NamedExpr(self, n):
+            self._targets(n.target)
+
+        def visit_ExceptHandler(self, n):
+            if n.name is not None:
+                self._targets(n.name.name)
+
+        def visit_ImportAlias(self, n):
+            name = n.asname.name if n.asname is not None else n.name
+            if isinstance(name, cst.Name):
+                found.add(name.value)
+            elif isinstance(name, cst.Attribute):
+                root = name
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if isinstance(root, cst.Name):
+                    found.add(root.value)
+
+        def visit_FunctionDef(self, n):
+            found.add(n.name.value)
+            return False
+
+        def visit_ClassDef(self, n):
+            found.add(n.name.value)
+            return False
+
+        def visit_Lambda(self, n):
+            return False
+
+        def visit_Global(self, n):
+            found.update(x.name.value for x in n.names)
+
+        def visit_Nonlocal(self, n):
+            found.update(x.name.value for x in n.names)
+
+    node.visit(_V())
+    return found
+
+
+def _names_in(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
+
+
+class _Analysis:
+    def __init__(self, module: cst.Module, own: set[str]) -> None:
+        self.module, self.own = module, own
+        self.receivers: set[int] = set()
+        self.defs: dict[str, list[cst.FunctionDef]] = {}
+        self.refs: dict[str, int] = {}   # name -> its Name nodes other than callees (the def's own is one)
+        self._callees: set[int] = set()
+        self._collect_defs(module)
+        self.calls: dict[str, list[tuple[list[bool], dict[str, bool]] | None]] = {}
+
+    def _collect_defs(self, module) -> None:
+        outer = self
+
+        class _V(cst.CSTVisitor):
+            def __init__(self):
+                self.classes = 0
+
+            def visit_ClassDef(self, n):
+                self.classes += 1
+
+            def leave_ClassDef(self, n):
+                self.classes -= 1
+
+            def visit_FunctionDef(self, n):
+                # methods are called through their objects: no facts for their parameters
+                outer.defs.setdefault(n.name.value, []).append(n if not self.classes else None)
+
+            def visit_Call(self, n):
+                if isinstance(n.func, cst.Name):
+                    outer._callees.add(id(n.func))
+
+            def visit_Name(self, n):
+                if id(n) not in outer._callees:
+                    outer.refs[n.value] = outer.refs.get(n.value, 0) + 1
+
+        module.visit(_V())
+
+    def parameter_facts(self) -> dict[tuple[str, str], bool]:
+        facts: dict[tuple[str, str], bool] = {}
+        for name, defs in self.defs.items():
+            calls = self.calls.get(name)
+            if len(defs) != 1 or defs[0] is None or not calls or self.refs.get(name, 0) > 1 \
+                    or any(c is None for c in calls):
+                continue   # (the def's own name is one read)
+            params = defs[0].params
+            if params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) and isinstance(params.star_arg, cst.Param):
+                continue
+            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            for i, p in enumerate(positional):
+                passed = [pos[i] if i < len(pos) else kw.get(p) for pos, kw in calls]
+                if all(v is True for v in passed):
+                    facts[(name, p)] = True
+        return facts
+
+    # ---- one pass over the module with the current parameter facts ------------------------
+    def run(self, facts) -> None:
+        self.facts = facts
+        self.receivers = set()
+        self.calls = {}
+        self._block(self.module.body, {})
+
+    def _block(self, stmts, env: dict[str, bool]) -> None:
+        for stmt in stmts:
+            self._stmt(stmt, env)
+
+    def _suite(self, suite, env) -> None:
+        if isinstance(suite, cst.SimpleStatementSuite):   # `if x: y = 1`
+            for small in suite.body:
+                self._small(small, env)
+        else:
+            self._block(suite.body, env)
+
+    def _forget(self, env, node) -> None:
+        for name in _bound_names(node):
+            env[name] = False
+
+    def _stmt(self, stmt, env: dict[str, bool]) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._small(small, env)
+        elif isinstance(stmt, cst.FunctionDef):
+            for d in stmt.decorators:
+                self._scan(d.decorator, env)
+            self._function(stmt)
+            env[stmt.name.value] = False
+        elif isinstance(stmt, cst.ClassDef):
+            self._suite(stmt.body, {})
+            env[stmt.name.value] = False
+        elif isinstance(stmt, cst.If):
+            self._scan(stmt.test, env)
+            branches = [dict(env)]
+            self._suite(stmt.body, branches[0])
+            if stmt.orelse is not None:
+                branches.append(dict(env))
+                if isinstance(stmt.orelse, cst.If):
+                    self._stmt(stmt.orelse, branches[1])
+                else:
+                    self._suite(stmt.orelse.body, branches[1])
+            else:
+                branches.append(env)
+            for name in _bound_names(stmt):
+                env[name] = all(b.get(name, False) for b in branches)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                self._scan(item.item, env)
+                if item.asname is not None:
+                    for n in _names_in(item.asname.name):
+                        env[n] = False
+            self._suite(stmt.body, env)
+        else:   # loops, try, match: a binding inside reaches the statements before it again
+            self._forget(env, stmt)
+            inner = dict(env)
+            for child in stmt.children:
+                self._part(child, inner)
+            self._forget(env, stmt)
+
+    def _part(self, node, env) -> None:
+        """A part of a compound statement: blocks are walked, expressions scanned."""
+        if isinstance(node, cst.BaseSuite):
+            self._suite(node, env)
+        elif isinstance(node, cst.BaseExpression):
+            self._scan(node, env)
+        elif isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
+            self._stmt(node, env) if isinstance(node, cst.BaseStatement) else self._small(node, env)
+        else:
+            for child in node.children:
+                self._part(child, env)
+
+    def _function(self, fn: cst.FunctionDef) -> None:
+        env: dict[str, bool] = {}
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.default is not None:
+                self._scan(param.default, {})
+            env[param.name.value] = self.facts.get((fn.name.value, param.name.value), False)
+        for extra in (p.star_arg, p.star_kwarg):
+            if isinstance(extra, cst.Param):
+                env[extra.name.value] = False
+        self._suite(fn.body, env)
+
+    def _small(self, small, env) -> None:
+        for child in small.children:
+            if isinstance(child, cst.BaseExpression):
+                self._scan(child, env)
+            elif isinstance(child, cst.AssignTarget):
+                self._scan(child.target, env)
+        if isinstance(small, cst.Assign):
+            value = self._foreign(small.value, env)
+            for t in small.targets:
+                if isinstance(t.target, cst.Name):
+                    env[t.target.value] = value
+                else:
+                    for n in _names_in(t.target):
+                        env[n] = False
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+            env[small.target.value] = small.value is not None and self._foreign(small.value, env)
+        elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+            name = small.target.value
+            env[name] = env.get(name, False) and self._operand(small.value, env)
+        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+            for name in _bound_names(small):   # `import numpy as np` binds the library
+                env[name] = name in self.own
+        else:
+            self._forget(env, small)
+
+    # ---- expressions --------------------------------------------------------------------
+    def _scan(self, expr, env) -> None:
+        """Records the foreign receivers in `expr` and the calls of the file's functions."""
+        outer = self
+
+        class _V(cst.CSTVisitor):
+            def visit_Attribute(self, n):
+                if outer._foreign(n.value, env):
+                    outer.receivers.add(id(n.value))
+
+            def visit_Call(self, n):
+                if isinstance(n.func, cst.Name) and n.func.value in outer.defs:
+                    if any(a.star for a in n.args):
+                        outer.calls.setdefault(n.func.value, []).append(None)
+                    else:
+                        pos = [outer._foreign(a.value, env) for a in n.args if a.keyword is None]
+                        kw = {a.keyword.value: outer._foreign(a.value, env) for a in n.args if a.keyword is not None}
+                        outer.calls.setdefault(n.func.value, []).append((pos, kw))
+
+            def visit_Lambda(self, n):
+                return False
+
+            def visit_ListComp(self, n):
+                return False
+
+            def visit_SetComp(self, n):
+                return False
+
+            def visit_DictComp(self, n):
+                return False
+
+            def visit_GeneratorExp(self, n):
+                return False
+
+        expr.visit(_V())
+
+    def _foreign(self, expr, env) -> bool:
+        if isinstance(expr, cst.Name):
+            if expr.value in env:
+                return env[expr.value]
+            return expr.value in self.own
+        if isinstance(expr, cst.Attribute):
+            return self._foreign(expr.value, env)
+        if isinstance(expr, cst.Call):
+            return self._foreign(expr.func, env)
+        if isinstance(expr, cst.Subscript):
+            return self._foreign(expr.value, env)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._operands([expr.left, expr.right], env)
+        if isinstance(expr, cst.Comparison):
+            return self._operands([expr.left, *(c.comparator for c in expr.comparisons)], env)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._foreign(expr.expression, env)
+        if isinstance(expr, cst.IfExp):
+            return self._foreign(expr.body, env) and self._foreign(expr.orelse, env)
+        return False
+
+    def _operand(self, expr, env) -> bool:
+        return isinstance(expr, _LITERALS) or self._foreign(expr, env)
+
+    def _operands(self, exprs, env) -> bool:
+        return all(self._operand(e, env) for e in exprs) and any(self._foreign(e, env) for e in exprs)
