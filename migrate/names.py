@@ -166,7 +166,43 @@ class FocusedTransformer(cst.CSTTransformer):
         return result
 
 
-class Bindings(cst.CSTVisitor):
+class TargetBindings(cst.CSTVisitor):
+    """Calls `self._bind(target, value)` for every statement that binds names: an assignment
+    with the assigned value (whatever its target: `_bind` takes tuples apart), and with None the
+    targets of `+=`, for loops and comprehensions, `with ... as`, `:=` and `except ... as`."""
+
+    def _bind(self, target, value) -> None:
+        raise NotImplementedError
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind(node.name.name, None)
+
+
+class Bindings(TargetBindings):
     """Names (dotted: `device`, `self.device`) a file binds only to values `wanted(value)`
     accepts (`chosen`), and names bound to anything else (assignments, loop and with targets:
     `others`); a name in both is neither."""
@@ -188,23 +224,6 @@ class Bindings(cst.CSTVisitor):
                 self._bind(element.value, None)
             return
         (self.chosen if value is not None and self.wanted(value) else self.others).add(name)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, None)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, None)
 
 
 def import_bindings(node: cst.Import | cst.ImportFrom) -> list[tuple[str, str]]:

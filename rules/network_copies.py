@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import FocusedTransformer, dotted, resolve
+from msmigrate.names import FocusedTransformer, TargetBindings, dotted, resolve
 from msmigrate.rules.training_loop import ModuleInstances
 
 _DEEPCOPY = "copy.deepcopy"
@@ -26,7 +26,7 @@ def _copied(value, imports: dict) -> str | None:
     return None
 
 
-class _Copies(cst.CSTVisitor):
+class _Copies(TargetBindings):
     """Every binding of each dotted name: the network it copies (None: anything else)."""
 
     def __init__(self, imports: dict) -> None:
@@ -34,23 +34,13 @@ class _Copies(cst.CSTVisitor):
         self.bindings: dict[str, list[str | None]] = {}
 
     def _bind(self, target, value) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._bind(e.value, None)
+            return
         name = dotted(target)
         if name is not None:
             self.bindings.setdefault(name, []).append(_copied(value, self.imports) if value is not None else None)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            if isinstance(t.target, (cst.Tuple, cst.List)):
-                for e in t.target.elements:
-                    self._bind(e.value, None)
-            else:
-                self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
 
 
 class NetworkCopiesPass(FocusedTransformer):

@@ -31,7 +31,7 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
-from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, dotted, is_source, is_statement_type,
+from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, is_source, is_statement_type,
                              params_of, resolve)
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
@@ -324,7 +324,7 @@ def _walk(node):
         yield from _walk(child)
 
 
-class _CallableBindings(cst.CSTVisitor):
+class _CallableBindings(TargetBindings):
     """name -> the values the file binds to it: a lambda, a def (not a method), the value of
     an assignment (element by element for `a, b = x, y`); None for a binding of no known value
     (a parameter, a loop, with or except target, another unpacking, `+=`)."""
@@ -362,25 +362,6 @@ class _CallableBindings(cst.CSTVisitor):
         for name in params_of(node.params):
             self.values.setdefault(name, []).append(None)
 
-    def visit_Assign(self, node) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_For(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_CompFor(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_WithItem(self, node) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, None)
 
 
 class TrainingLoopPass(PathTransformer):

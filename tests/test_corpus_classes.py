@@ -22,6 +22,22 @@ def _synth():
     return mod
 
 
+def _outputs(paths, cwd) -> list[list[str]]:
+    """Each program run in its own process, as a user runs it: its output lines."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = []
+    for path in paths:
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=cwd)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(proc.stdout.splitlines())
+    return outs
+
+
+def _last_numbers(lines: list[str], prefix: str) -> list[float]:
+    return [float(line.split()[-1]) for line in lines if line.startswith(prefix)]
+
+
 @pytest.mark.framework
 def test_torchvision_mnist_legacy_field_names_read_the_files(tmp_path):
     """`train_data.train_data` / `.train_labels` / `test_data.test_data` / `.test_labels`
@@ -85,15 +101,9 @@ def test_device_branches_made_equal_become_the_branch(tmp_path):
     result = convert_source(src.read_text(), src.name)
     assert "is_available()" not in result.code.split("class Net", 1)[1]
     assert "if cuda:\n" not in result.code
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
     converted = tmp_path / src.name
     converted.write_text(result.code)
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("epoch")])
+    outs = [_last_numbers(lines, "epoch") for lines in _outputs((src, converted), tmp_path)]
     assert len(outs[0]) == 3 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
 
 
@@ -106,13 +116,7 @@ def test_tensor_class_passed_to_map_is_called_like_torch(tmp_path):
     assert "map(lambda data:" in result.code
     converted = tmp_path / src.name
     converted.write_text(result.code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append(proc.stdout.splitlines())
+    outs = _outputs((src, converted), tmp_path)
     assert len(outs[0]) == 4 and outs[0] == outs[1], outs
 
 
@@ -129,13 +133,7 @@ def test_batch_drawn_by_a_file_function_runs_before_the_compiled_step(tmp_path):
     assert "MSC109" not in result.code and "@ms.jit" in result.code
     converted = tmp_path / src.name
     converted.write_text(result.code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")])
+    outs = [_last_numbers(lines, "step") for lines in _outputs((src, converted), tmp_path)]
     assert len(outs[0]) == 6 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
 
 
@@ -151,13 +149,7 @@ def test_batch_made_by_a_data_method_of_the_class_runs_before_the_compiled_step(
     assert "MSC109" not in result.code and "@ms.jit" in result.code
     converted = tmp_path / src.name
     converted.write_text(result.code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")])
+    outs = [_last_numbers(lines, "step") for lines in _outputs((src, converted), tmp_path)]
     assert len(outs[0]) == 6 and len(set(outs[0])) == 6 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
 
 
@@ -180,14 +172,9 @@ def test_rows_sliced_per_index_and_stacked_become_one_gather(tmp_path):
     result = convert_source(src, "rows.py")
     assert result.code.count(".reshape(-1, 1) + ops.arange(") == 3, result.code
     assert "ops.stack([data[2 * i:2 * i + 4] for i in ix // 2])" in result.code   # not a fixed offset of i
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
     for name, code in (("torch_rows.py", src), ("ms_rows.py", result.code)):
         (tmp_path / name).write_text(code)
-        proc = subprocess.run([sys.executable, name], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append(proc.stdout.splitlines())
+    outs = _outputs((tmp_path / "torch_rows.py", tmp_path / "ms_rows.py"), tmp_path)
     assert len(outs[0]) == 4 and outs[0] == outs[1], outs
 
 
@@ -220,14 +207,8 @@ def test_samplers_the_file_binds_draw_before_the_compiled_step(tmp_path, diffs):
         assert "MSC109" not in result.code and result.code.count("@ms.jit") == 2
     converted = tmp_path / src.name
     converted.write_text(result.code)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
-    outs = []
-    for path in (src, converted):
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([float(v) for line in proc.stdout.splitlines() if line.startswith("step")
-                     for v in line.split()[3::2]])
+    outs = [[float(v) for line in lines if line.startswith("step") for v in line.split()[3::2]]
+            for lines in _outputs((src, converted), tmp_path)]
     assert len(outs[0]) == 8 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import creates_cell
-from msmigrate.names import dotted
+from msmigrate.names import TargetBindings, dotted
 
 INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
               "uint16", "uint32", "uint64"}
@@ -184,7 +184,7 @@ def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | N
 
 # ---- names: every binding of the name in its scope must be of one kind --------------------
 
-class _Bindings(cst.CSTVisitor):
+class _Bindings(TargetBindings):
     """The values bound to `name` in one scope (None for a binding whose value is not a plain
     `name = value`); nested functions and classes are other scopes (only their names bind)."""
 
@@ -203,32 +203,6 @@ class _Bindings(cst.CSTVisitor):
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None)
 
-    def visit_Assign(self, node) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value if isinstance(t.target, cst.Name) else None)
-
-    def visit_AugAssign(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_For(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_CompFor(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_WithItem(self, node) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name, None)
-
-    def visit_NamedExpr(self, node) -> None:
-        self._bind(node.target, None)
-
-    def visit_ExceptHandler(self, node) -> None:
-        if node.name is not None:
-            self._bind(node.name.name, None)
 
     def visit_Global(self, node) -> None:
         if any(n.name.value == self.name for n in node.names):
