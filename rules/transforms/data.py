@@ -242,27 +242,32 @@ def _find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
     return found[0] if len(found) == 1 else None
 
 
+def _own_values(fn: cst.FunctionDef, kind=cst.Return) -> list:
+    """The values of `fn`'s own `return` (or `yield`) statements, not of functions nested in it."""
+    values = []
+
+    class Own(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return node is fn
+
+        def visit_Lambda(self, node):
+            return False
+
+        def on_visit(self, node):
+            if isinstance(node, kind):
+                values.append(node.value)
+            return super().on_visit(node)
+
+    fn.visit(Own())
+    return values
+
+
 def _sample_values(cls: cst.ClassDef) -> list | None:
     """What `__getitem__` returns (or, for an iterable dataset, what `__iter__` yields)."""
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
-            returns = []
             sample = cst.Return if stmt.name.value == "__getitem__" else cst.Yield
-
-            class Returns(cst.CSTVisitor):
-                def visit_FunctionDef(self, node):
-                    return node is stmt
-
-                def visit_Lambda(self, node):
-                    return False
-
-                def on_visit(self, node):
-                    if isinstance(node, sample):
-                        returns.append(node.value)
-                    return super().on_visit(node)
-
-            stmt.visit(Returns())
-            return [value for value in returns if value is not None]
+            return [value for value in _own_values(stmt, sample) if value is not None]
     return None
 
 
@@ -729,20 +734,7 @@ def _returns_one_value(site, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
     """Every `return` of `fn` (a lambda: its body) is a call that makes one array (torch.stack(...), ...)."""
     if fn is None:
         return False
-    values = [fn.body] if isinstance(fn, cst.Lambda) else []
-
-    class Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):
-            return node is fn
-
-        def visit_Lambda(self, node):
-            return False
-
-        def visit_Return(self, node):
-            values.append(node.value)
-
-    if isinstance(fn, cst.FunctionDef):
-        fn.visit(Returns())
+    values = [fn.body] if isinstance(fn, cst.Lambda) else _own_values(fn)
 
     def one(value) -> bool:
         if isinstance(value, cst.BinaryOperation):   # torch.stack(batch) * 2
