@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 
 import libcst as cst
 
+from msmigrate.names import TargetBindings
+
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 _MAX_ROUNDS = 4
 
@@ -44,36 +46,12 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
     defs, walrus), not looking into nested scopes' bodies."""
     found: set[str] = set()
 
-    class _V(cst.CSTVisitor):
-        def _targets(self, target) -> None:
-            for sub in _names_in(target):
-                found.add(sub)
-
-        def visit_AssignTarget(self, n):
-            self._targets(n.target)
-
-        def visit_AugAssign(self, n):
-            self._targets(n.target)
-
-        def visit_AnnAssign(self, n):
-            self._targets(n.target)
-
-        def visit_For(self, n):
-            self._targets(n.target)
+    class _V(TargetBindings):
+        def _bind(self, target, value) -> None:
+            found.update(_names_in(target))
 
         def visit_CompFor(self, n):
-            return False
-
-        def visit_WithItem(self, n):
-            if n.asname is not None:
-                self._targets(n.asname.name)
-
-        def visit_NamedExpr(self, n):
-            self._targets(n.target)
-
-        def visit_ExceptHandler(self, n):
-            if n.name is not None:
-                self._targets(n.name.name)
+            return False   # a comprehension's variables are its own
 
         def visit_ImportAlias(self, n):
             name = n.asname.name if n.asname is not None else n.name
