@@ -23,7 +23,7 @@ from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
                              plain_classes, TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
-                             taken_names)
+                             resolve, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 from msmigrate.compile_check import uncompile_unsound_steps
 from msmigrate.torch_left import stop_at_top
@@ -469,6 +469,42 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
     return bound, unbound
 
 
+def _late_instances(module: cst.Module, imports: Mapping[str, str], table: ApiTable) -> dict[str, ApiRecord]:
+    """Names bound once in the module's top level (also under its if/with/try blocks), to a
+    torch object whose calls have call-site rules (`criterion = nn.CrossEntropyLoss()`)."""
+    made: dict[str, list] = {}
+
+    def scan(body) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                        value = small.value if not isinstance(small, cst.AugAssign) else None
+                        for t in targets:
+                            made.setdefault(dotted(t) or "", []).append(value)
+            elif isinstance(stmt, (cst.If, cst.With, cst.Try, cst.For, cst.While)):
+                for part in (stmt, getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
+                             *getattr(stmt, "handlers", ())):
+                    block = getattr(part, "body", None)
+                    if isinstance(block, cst.IndentedBlock):
+                        scan(block.body)
+                    elif isinstance(part, cst.If):
+                        scan([part])
+                if isinstance(stmt, (cst.For, cst.While)):
+                    made.setdefault(dotted(getattr(stmt, "target", None)) or "", []).append(None)
+
+    scan(module.body)
+    out = {}
+    for name, values in made.items():
+        if name and "." not in name and len(values) == 1 and isinstance(values[0], cst.Call):
+            q = resolve(values[0].func, dict(imports))
+            rec = table.lookup(q) if is_source(q) else None
+            if rec is not None and rec.instance_call:
+                out[name] = rec
+    return out
+
+
 def _binds(record: ApiRecord, args) -> bool:
     """Could this call be one of `record`'s API (its keywords are parameters of it, its
     positionals fit)? True where the record lists no signature or the call unpacks `*`/`**`."""
@@ -644,6 +680,9 @@ class Rewriter(cst.CSTTransformer):
             rec = table.lookup(qualname)
             if rec is not None:
                 self.local_classes[name] = rec
+        # a criterion made once at the top level after the functions calling it (in the
+        # `if __name__ == "__main__":` block): its calls convert as where it is made
+        self.instances.update(_late_instances(ctx.module, ctx.names.imports, table))
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
         self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
