@@ -282,20 +282,16 @@ _NOT_PLAIN = ("numpy", "mindspore", "math", "random")   # besides torch's family
 
 
 class _PythonObjects(cst.CSTVisitor):
-    """Names bound to instances of plain Python classes: a class of this file that is no
-    module/Cell (`env = Env()`), or a library outside torch and NumPy (`env = gym.make(...)`).
-    A loss computed through their methods (an RL rollout) runs Python on every step, which a
-    static graph cannot do."""
+    """Names bound to instances of plain Python classes: a class of the project that is no
+    module/Cell (`env = Env()`, `self.memory = ReplayBuffer()` imported from another file:
+    msmigrate.names.plain_classes), or a library outside torch and NumPy (`env = gym.make(...)`).
+    A loss computed through their methods (an RL rollout, a replay buffer's sample) runs Python
+    on every step, which a static graph runs once, at compile time."""
 
-    def __init__(self, imports: dict[str, str]) -> None:
+    def __init__(self, imports: dict[str, str], plain_classes: set[str]) -> None:
         self.imports = imports
-        self.plain_classes: set[str] = set()
+        self.plain_classes = plain_classes
         self.names: set[str] = set()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        bases = [dotted(b.value) or "" for b in node.bases]
-        if all(b in self.plain_classes or b == "object" for b in bases):
-            self.plain_classes.add(node.name.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):
@@ -1932,7 +1928,7 @@ class TrainingLoopPass(PathTransformer):
     def _python_objects_in(self, stmts: list) -> str | None:
         """The first plain Python object (see _PythonObjects) whose method the step calls."""
         if self._objects is None:
-            self._objects = _PythonObjects(dict(self.ctx.names.imports))
+            self._objects = _PythonObjects(dict(self.ctx.names.imports), self.ctx.plain_classes)
             self.module.visit(self._objects)
         if not self._objects.names:
             return None

@@ -376,3 +376,25 @@ def test_step_reading_a_global_bound_again_later_stays_in_its_function():
            "train(0)\nopt = torch.optim.SGD(model.parameters(), lr=0.01)\ntrain(1)\n")
     result = convert_source(src, "m.py")
     assert "compiled again on every call" in result.code, result.code
+
+
+@pytest.mark.framework
+def test_replay_buffer_of_another_module_sampled_in_the_step_draws_every_step(tmp_path):
+    """cp-dqlearner: `self.memory.sample(n)` of a replay buffer imported from another module was
+    taken into a compiled step, whose graph runs its Python once, at compile time: the same batch
+    every step, silently. The buffer's class is plain (no torch base) wherever it is defined, so
+    the step is left uncompiled (MSC109); the losses are torch's."""
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "replay_buffer"
+    shutil.copytree(src, tmp_path / "torch")
+    proc = subprocess.run([sys.executable, "-m", "msmigrate.cli", "convert", str(tmp_path / "torch"), "-o",
+                           str(tmp_path / "ms"), "--no-lint", "-q"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    code = (tmp_path / "ms" / "train.py").read_text()
+    assert "MSC109 train_step left uncompiled" in code and "'self.memory'" in code, code
+    outs = [_last_numbers(lines, "step") for lines in
+            _outputs((tmp_path / "torch" / "train.py",), tmp_path / "torch") +
+            _outputs((tmp_path / "ms" / "train.py",), tmp_path / "ms")]
+    assert len(outs[0]) == 5 and len(set(outs[0])) == 5 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
+
