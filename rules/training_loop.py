@@ -380,6 +380,8 @@ class TrainingLoopPass(PathTransformer):
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
         self.classes: list[cst.ClassDef] = []          # enclosing classes (original)
         self._data_method_memo: dict[int, set[str]] = {}
+        self._callables = None                 # _CallableBindings of the module, built when first needed
+        self._module_callable_classes = None   # see _callable_classes
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
         # the scan resolves through module-level imports and project names only: a statement
@@ -682,10 +684,7 @@ class TrainingLoopPass(PathTransformer):
         file returns when it returns a lambda or a def of its own (`d_sampler =
         get_distribution_sampler(mu, sigma)` drawing with NumPy), or an object of a plain class
         of the file with a `__call__`."""
-        if getattr(self, "_callables", None) is None:
-            self._callables = _CallableBindings()
-            self.module.visit(self._callables)
-        values = self._callables.values.get(name)
+        values = self._callable_bindings().get(name)
         if not leaves or not values:
             return False
         for value in values:
@@ -705,13 +704,20 @@ class TrainingLoopPass(PathTransformer):
                 return False
         return True
 
+    def _callable_bindings(self) -> dict[str, list]:
+        """name -> the values the file binds to it (_CallableBindings), scanned once."""
+        if self._callables is None:
+            self._callables = _CallableBindings()
+            self.module.visit(self._callables)
+        return self._callables.values
+
     def _callable_classes(self) -> dict:
-        """Plain classes of this file (no base but `object`) whose objects are called: a
-        `__call__` method (`noise = UniformNoise(rng)`, then `noise(m, n)`)."""
-        if getattr(self, "_module_callable_classes", None) is None:
+        """Plain classes of this file (ctx.plain_classes) whose objects are called: a `__call__`
+        method (`noise = UniformNoise(rng)`, then `noise(m, n)`)."""
+        if self._module_callable_classes is None:
             self._module_callable_classes = {
                 s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)
-                and all((dotted(b.value) or "") == "object" for b in s.bases)
+                and s.name.value in self.ctx.plain_classes
                 and any(isinstance(f, cst.FunctionDef) and f.name.value == "__call__" for f in s.body.body)}
         return self._module_callable_classes
 
@@ -1891,13 +1897,9 @@ class TrainingLoopPass(PathTransformer):
         """`preprocess()` when the step calls a function of the file, or a lambda or def the file
         binds, that runs host code: draws with NumPy or `random`, or reads values out of a tensor
         (.tolist(), .numpy()); so do the functions of the file it calls."""
-        if getattr(self, "_callables", None) is None:
-            self._callables = _CallableBindings()
-            self.module.visit(self._callables)
-
         def bodies(name: str) -> list:
             out = []
-            for value in self._callables.values.get(name, ()):
+            for value in self._callable_bindings().get(name, ()):
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
                     value = self._functions().get(value.func.value)   # what it returns is in its body
                 if isinstance(value, (cst.Lambda, cst.FunctionDef)):
