@@ -21,7 +21,7 @@ from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Di
 from msmigrate.foreign import foreign_receivers
 from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
-from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, analyze_source, dotted,
+from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, TargetBindings, analyze_source, dotted,
                              plain_classes, TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
                              resolve, taken_names)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
@@ -469,35 +469,38 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
     return bound, unbound
 
 
+class _TopLevelBindings(TargetBindings):
+    """Every binding of a dotted name in the module's own code, also under its if/with/try/loop
+    blocks, not in functions, classes or lambdas: its value, or None (not an assignment)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list] = {}
+
+    def _bind(self, target, value) -> None:
+        for e in getattr(target, "elements", ()):   # a, b = ...
+            self._bind(e.value, None)
+        name = dotted(target)
+        if name is not None:
+            self.values.setdefault(name, []).append(value)
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
 def _late_instances(module: cst.Module, imports: Mapping[str, str], table: ApiTable) -> dict[str, ApiRecord]:
-    """Names bound once in the module's top level (also under its if/with/try blocks), to a
+    """Names bound once in the module's own code (also under its if/with/try blocks), to a
     torch object whose calls have call-site rules (`criterion = nn.CrossEntropyLoss()`)."""
-    made: dict[str, list] = {}
-
-    def scan(body) -> None:
-        for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                        value = small.value if not isinstance(small, cst.AugAssign) else None
-                        for t in targets:
-                            made.setdefault(dotted(t) or "", []).append(value)
-            elif isinstance(stmt, (cst.If, cst.With, cst.Try, cst.For, cst.While)):
-                for part in (stmt, getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None),
-                             *getattr(stmt, "handlers", ())):
-                    block = getattr(part, "body", None)
-                    if isinstance(block, cst.IndentedBlock):
-                        scan(block.body)
-                    elif isinstance(part, cst.If):
-                        scan([part])
-                if isinstance(stmt, (cst.For, cst.While)):
-                    made.setdefault(dotted(getattr(stmt, "target", None)) or "", []).append(None)
-
-    scan(module.body)
+    bindings = _TopLevelBindings()
+    module.visit(bindings)
     out = {}
-    for name, values in made.items():
-        if name and "." not in name and len(values) == 1 and isinstance(values[0], cst.Call):
+    for name, values in bindings.values.items():
+        if "." not in name and len(values) == 1 and isinstance(values[0], cst.Call):
             q = resolve(values[0].func, dict(imports))
             rec = table.lookup(q) if is_source(q) else None
             if rec is not None and rec.instance_call:
@@ -695,8 +698,7 @@ class Rewriter(cst.CSTTransformer):
         self.class_nodes: list[tuple[cst.ClassDef, int]] = []
         # classes the file defines or imports from the project: `Cls.method(...)` is called on a
         # class, never an instance method of a torch object (`Fn.apply(x)` is no Module.apply)
-        self.file_classes: set[str] = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)} \
-            | set(ctx.project_classes)
+        self.file_classes: set[str] = ctx.names.classes | set(ctx.project_classes)
 
     def project_class(self, name: str) -> cst.ClassDef | None:
         """The definition of a class this file imports from another project file, if known."""
@@ -1160,9 +1162,7 @@ class Rewriter(cst.CSTTransformer):
             return False
         if isinstance(receiver, cst.Name) and receiver.value == "self":
             return False
-        if dotted(receiver) in self.plain_objects:
-            return False
-        if id(receiver) in self.ctx.foreign:
+        if self._program_object(receiver):
             return False
         root = dotted(receiver.func if isinstance(receiver, cst.Call) else receiver)
         if root is not None:
@@ -1170,6 +1170,12 @@ class Rewriter(cst.CSTTransformer):
             if bound is not None and not is_source(bound):
                 return False
         return True
+
+    def _program_object(self, receiver) -> bool:
+        """Whether `receiver` holds an object whose methods share torch's names but are its own:
+        one of the program's plain classes (`memory.size()` of a replay buffer) or a value of
+        another array library (`m.multiply(o)` of a SciPy matrix, `a.dot(b)` of a NumPy array)."""
+        return dotted(receiver) in self.plain_objects or id(receiver) in self.ctx.foreign
 
     def leave_UnaryOperation(self, original, updated):
         """`~x`: the record of torch.Tensor.__invert__ (rules), its operand as the receiver."""
@@ -1282,12 +1288,10 @@ class Rewriter(cst.CSTTransformer):
             bound = self.scopes.resolve_name(root.split(".")[0])
             if bound is not None and not is_source(bound):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
-            if root in self.plain_objects:
-                return updated  # `memory.size()` of a replay buffer: the program's own method
         if isinstance(receiver, cst.Name) and receiver.value in self.file_classes:
             return updated
-        if id(receiver) in self.ctx.foreign:
-            return updated   # `m.multiply(o)` of a SciPy matrix, `a.dot(b)` of a NumPy array
+        if self._program_object(receiver):
+            return updated
         rec = self._pick_method(candidates, receiver)
         if rec is None:
             return updated
