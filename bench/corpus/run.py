@@ -204,6 +204,10 @@ def run_entry(e: dict, corpus: Path, work: Path, parity: bool) -> dict:
                 "cause": "convert failed"}
     env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "GLOG_v": "3", "PYTHONHASHSEED": "0",
            **e.get("env", {})}
+    torchvision = corpus / "_torchvision"   # fetch.md: this machine's torchvision, outside the venv
+    if torchvision.is_dir():
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE / "torchvision_ops"), str(torchvision),
+                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     blocker = run_dir / "no_torch"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCKER)
