@@ -715,6 +715,19 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     nn.Cell.__init__ = cell_init
 
+    # the batch a MindSpore pipeline yielded last: a step given values derived from it (x.view(-1,
+    # 784)) gets torch's batch derived alike (replay_args)
+    from mindspore.dataset.engine import iterators
+    orig_next = iterators.Iterator.__next__
+
+    def pipeline_next(self):
+        row = orig_next(self)
+        values = row.values() if isinstance(row, dict) else row
+        st["pipeline_batch"] = [v.asnumpy() if is_tensor(v) else np.asarray(v) for v in values]
+        return row
+
+    iterators.Iterator.__next__ = pipeline_next
+
     dropout_classes = [getattr(nn, n) for n in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d") if hasattr(nn, n)]
     for cls in dropout_classes:
         def make(orig_init):
@@ -946,8 +959,10 @@ def run_mindspore(rec: Record, script: str) -> None:
             tb.append(torch_arrays[f"batch/{step}/{i}"])
             i += 1
         if len(pos) != len(tb) or any(tuple(a.shape) != t.shape for a, t in zip(pos, tb)):
-            replay["mismatch"].append(step)
-            return args
+            tb = reshaped_batch(pos, tb)
+            if tb is None:
+                replay["mismatch"].append(step)
+                return args
         if all(np.array_equal(a.asnumpy().astype(np.float64), t.astype(np.float64)) for a, t in zip(pos, tb)):
             replay["same"] += 1
             return args
@@ -955,6 +970,23 @@ def run_mindspore(rec: Record, script: str) -> None:
         last.update(ms=[a.asnumpy().copy() for a in pos], torch=tb)
         it = iter(tb)
         return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_batch(a) else a for a in args)
+
+    def reshaped_batch(pos, tb):
+        """torch's batch as the step's arguments, when each is a reshape of a value of the batch
+        the pipeline yielded last (`b_x = x.view(-1, 28 * 28)`; the same value may feed two): the
+        torch value of the same place, reshaped alike. None when one is not."""
+        drawn = st.get("pipeline_batch") or []
+        if len(drawn) != len(tb) or any(d.shape != t.shape for d, t in zip(drawn, tb)):
+            return None
+        out = []
+        for a in pos:
+            flat = a.asnumpy().reshape(-1).astype(np.float64)
+            j = next((j for j, d in enumerate(drawn) if d.size == flat.size
+                      and np.array_equal(d.reshape(-1).astype(np.float64), flat)), None)
+            if j is None:
+                return None
+            out.append(tb[j].reshape(tuple(a.shape)))
+        return out
 
     class _NoStep:
         """Stands in for an optimizer during the dry run: calling it updates nothing (calling
