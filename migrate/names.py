@@ -548,8 +548,10 @@ def analyze_source(source: str) -> SourceNames:
             if type(node.ctx) is _ast.Store:
                 taken.add(node.id)
             continue   # no child nodes
-        if kind is _ast.Assign and type(node.value) is _ast.Call:
-            targets = [t.id if isinstance(t, _ast.Name) else t.attr for t in node.targets
+        if kind is _ast.Assign and (type(node.value) is _ast.Call or (   # also `a, b = A(), B()`
+                type(node.value) in (_ast.Tuple, _ast.List) and any(type(e) is _ast.Call for e in node.value.elts))):
+            flat = [e for t in node.targets for e in (t.elts if isinstance(t, (_ast.Tuple, _ast.List)) else [t])]
+            targets = [t.id if isinstance(t, _ast.Name) else t.attr for t in flat
                        if isinstance(t, (_ast.Name, _ast.Attribute))]
             call_assignments.append((node.lineno, node.end_lineno, targets))
         elif kind is _ast.FunctionDef or kind is _ast.AsyncFunctionDef:

@@ -111,3 +111,13 @@ def test_accelerate_with_features_that_change_the_step_is_marked_not_rewritten()
     assert [(d.line, d.code) for d in result.diagnostics] == [(1, "MSC108"), (4, "MSC102")]
     assert "train_step" not in result.code and "accelerator.backward(loss)" in result.code
     assert result.code.index("raise RuntimeError") < result.code.index("from accelerate import Accelerator")
+
+
+def test_objects_made_in_one_tuple_assignment_convert_their_calls_everywhere():
+    """`mse, xent = nn.MSELoss(), nn.CrossEntropyLoss()`: the calls of each in a function are
+    converted as for an object assigned alone (the int64 labels cast to int32 MindSpore's cross
+    entropy requires); they were left as written, and the program failed on int64 labels."""
+    src = ("import torch.nn as nn\nmse, xent = nn.MSELoss(), nn.CrossEntropyLoss()\n"
+           "def f(logits, y, d, t):\n    return mse(d, t) + xent(logits, y)\n")
+    code = convert_source(src, "t.py").code
+    assert "xent(logits, y.astype(ms.int32))" in code and "mse(d, t)" in code, code
