@@ -15,6 +15,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
                      "msmigrate.rules.python_values:PythonValuesPass",
                      "msmigrate.rules.format_values:FormatValuesPass",
                      "msmigrate.rules.numpy_random:NumpyRandomPass",
+                     "msmigrate.rules.host_subsets:HostSubsetsPass",
                      "msmigrate.rules.network_copies:NetworkCopiesPass",
                      "msmigrate.rules.compiled_forward:CompiledForwardPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]

@@ -398,3 +398,21 @@ def test_replay_buffer_of_another_module_sampled_in_the_step_draws_every_step(tm
             _outputs((tmp_path / "ms" / "train.py",), tmp_path / "ms")]
     assert len(outs[0]) == 5 and len(set(outs[0])) == 5 and np.allclose(outs[0], outs[1], rtol=1e-5, atol=1e-6), outs
 
+
+
+def test_tensors_split_by_scikit_learn_keep_their_rows(tmp_path):
+    """scikit-learn's train_test_split / shuffle / resample index a MindSpore Tensor with a NumPy
+    array inside a tuple, which MindSpore rejects (cn-gpt-self-attention: TypeError): converted,
+    they get NumPy arrays and give back Tensors, the same rows as torch's, and training on them
+    gives torch's losses."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "sklearn_split_tensors.py"
+    code = convert_source(src.read_text(), src.name).code
+    assert code.count("msmigrate_subsets(") == 6, code   # its definition and five calls
+    converted = tmp_path / src.name
+    converted.write_text(code)
+    torch_out, ms_out = _outputs([src, converted], tmp_path)
+    assert [l for l in ms_out if l.startswith(("ids", "shapes"))] == \
+        [l for l in torch_out if l.startswith(("ids", "shapes"))], (torch_out, ms_out)
+    assert ms_out[0].endswith("Tensor"), ms_out
+    steps = [_last_numbers(out, p) for out in (torch_out, ms_out) for p in ("step", "test")]
+    assert len(steps[0]) == 4 and np.allclose(steps[0], steps[2], rtol=1e-5) and np.allclose(steps[1], steps[3]), steps
