@@ -145,6 +145,7 @@ class FileContext:
     # function name -> {parameter -> torch API of the object every call passes} (msmigrate.arguments)
     arguments: dict = field(default_factory=dict)
     plain_classes: set = field(default_factory=set)   # classes of plain Python objects (names.plain_classes)
+    recomputed: set = field(default_factory=set)   # containers of kept values a step computes again (a pass says)
     # ids of receivers holding another array library's value (msmigrate.foreign): not tensors
     foreign: set = field(default_factory=set)
 

@@ -17,6 +17,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
                      "msmigrate.rules.numpy_random:NumpyRandomPass",
                      "msmigrate.rules.host_subsets:HostSubsetsPass",
                      "msmigrate.rules.network_copies:NetworkCopiesPass",
+                     "msmigrate.rules.rollout_values:RolloutValuesPass",
                      "msmigrate.rules.compiled_forward:CompiledForwardPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]
 

@@ -36,6 +36,7 @@ from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBi
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
+from msmigrate.rules.rollout_values import network_stores, same_container
 
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -360,6 +361,42 @@ class _CallableBindings(TargetBindings):
 
 
 
+class _ReadRecomputed(cst.CSTTransformer):
+    """Reads of containers of kept network values -> msmigrate_recomputed(container) (see
+    rules/rollout_values.py); not the receiver of a method call, nor a target."""
+
+    def __init__(self, containers: list[str]) -> None:
+        self.containers = containers
+        self.skip: set[int] = set()
+
+    def visit_Call(self, node) -> None:
+        if isinstance(node.func, cst.Attribute):
+            self.skip.add(id(node.func.value))
+
+    def visit_Attribute(self, node) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_AssignTarget(self, node) -> bool:
+        return False
+
+    def visit_Del(self, node) -> bool:
+        return False
+
+    def _read(self, original, updated):
+        path = dotted(original)
+        if id(original) in self.skip or path is None or not any(same_container(path, c) and
+                                                                  path.count(".") == c.count(".")
+                                                                  for c in self.containers):
+            return updated
+        return cst.Call(cst.Name("msmigrate_recomputed"), [cst.Arg(updated)])
+
+    def leave_Attribute(self, original, updated):
+        return self._read(original, updated)
+
+    def leave_Name(self, original, updated):
+        return self._read(original, updated)
+
+
 class TrainingLoopPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
@@ -402,6 +439,7 @@ class TrainingLoopPass(PathTransformer):
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
+        self._stores: dict = {}    # networks -> containers of their kept outputs (_kept_outputs_read)
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
 
     # ---- bookkeeping ----------------------------------------------------------------
@@ -888,6 +926,7 @@ class TrainingLoopPass(PathTransformer):
         trained = set(step.get("tensors", ()))   # a statement computing with them is no data
         leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o]) | trained
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and not (reads(pre[chosen[0]]) & trained) and \
+                self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
                 not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
@@ -962,6 +1001,20 @@ class TrainingLoopPass(PathTransformer):
                                  f"step can hold: its gradient would be cut (zero); compute '{name}' in the "
                                  f"same block as loss.backward(), or convert this step by hand")
             return body
+        read = set().union(*(effects(self.originals.get(id(s), s)).read for s in slice_stmts))
+        recomputing = sorted(c for c in self.ctx.recomputed if any(same_container(r, c) for r in read))
+        if recomputing and python_object is None:
+            python_object = f"msmigrate_recomputed({recomputing[0]})"
+        kept = self._kept_outputs_read(slice_stmts + ([loss_stmt] if loss_stmt else []), leaves)
+        if kept is not None and kept[1] is not None:
+            path, where = kept
+            body[b] = self._flag(backward_stmt, "manual", f"the loss reads '{path}', filled at line "
+                                 f"{self._pos(where)[0]} with values the network computed before this step: "
+                                 f"MindSpore differentiates only what the step computes, so their gradients "
+                                 f"would be zero (the program would run and not train); keep the network's "
+                                 f"inputs there instead and compute its outputs in the step (the block of "
+                                 f"loss.backward()), or convert this step by hand")
+            return body
         # `for net, opt in zip(nets, opts):` one compiled step per optimizer object, built inside
         # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
         # is no jit argument)
@@ -986,6 +1039,9 @@ class TrainingLoopPass(PathTransformer):
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
         self._pass_on_arguments([names["forward"], names["step"]], inputs)
+        if recomputing:   # the kept values are computed inside the gradient function
+            defs = [d.visit(_ReadRecomputed(recomputing)) if isinstance(d, cst.FunctionDef)
+                    and d.name.value == names["forward"] else d for d in defs]
         if python_object is not None and step["kind"] != "bare":
             defs = self._uncompiled(defs, names["step"], python_object, backward_stmt)
         renames = list(renames) + self._renames([o for o in (step.get("optimizer"), *step.get("others", ())) if o],
@@ -1100,6 +1156,42 @@ class TrainingLoopPass(PathTransformer):
                 continue
             if self._calls_network(stmt, leaves):
                 return sorted(writes(stmt) & wanted)[0], stmt
+        return None
+
+    def _bound_to_number(self, name: str) -> bool:
+        """Whether the enclosing function (or module) binds `name` to a number literal."""
+        scope = self.funcs[-1]
+        for n in _walk(scope):
+            if isinstance(n, cst.Assign) and any(dotted(t.target) == name for t in n.targets):
+                value = n.value.expression if isinstance(n.value, cst.UnaryOperation) else n.value
+                if isinstance(value, (cst.Integer, cst.Float)):
+                    return True
+        return False
+
+    def _kept_outputs_read(self, stmts: list, leaves: set[str]):
+        """(container, statement filling it) when `stmts` read a container of network outputs
+        kept before the step (filled elsewhere, see rules/rollout_values.py, or holding values
+        the step computes again), else None."""
+        key = frozenset(leaves)
+        if key not in self._stores:
+            networks = set(leaves)
+            if "self" in networks:   # the optimizer lives in the network's class: its instances too
+                if self._module_scan is None:
+                    self._module_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
+                    self.module.visit(self._module_scan)
+                networks |= {n.rsplit(".", 1)[-1] for n in self._module_scan.names}
+            self._stores[key] = network_stores(self.module, networks)
+        # a container whose values the step computes again has no statement (None); the others'
+        # fills come first
+        stores = [*self._stores[key].items(), *((c, [None]) for c in sorted(self.ctx.recomputed))]
+        if not stores:
+            return None
+        inside = {id(n) for s in stmts for n in (*_walk(self.originals.get(id(s), s)), *_walk(s))}
+        read = set().union(*(effects(self.originals.get(id(s), s)).read for s in stmts))
+        for path, fills in stores:
+            outside = [f for f in fills if id(f) not in inside]
+            if outside and any(same_container(r, path) for r in read):
+                return path, outside[0]
         return None
 
     def _holders(self, optimizers: list[str]) -> set[str]:
@@ -1600,7 +1692,12 @@ class TrainingLoopPass(PathTransformer):
         args = ", ".join(inputs)
         rets = [loss_name, *outputs]
         aux = bool(outputs) or scaler is not None
-        fwd_ret = ", ".join(([f"{scaler}.scale({loss_name})"] if scaler else []) + rets)
+        # MindSpore's value_and_grad(has_aux=True) rejects an output that is a Python number
+        # (a running sum carried from one step to the next, started at 0) unless the outputs
+        # after the loss come as one tuple
+        numbers = [n for n in outputs if n in inputs and self._bound_to_number(n)]
+        packed = [loss_name, "(" + ", ".join(outputs) + ",)"] if numbers else rets
+        fwd_ret = ", ".join(([f"{scaler}.scale({loss_name})"] if scaler else []) + packed)
         forward = self._stmt(f"def {names['forward']}({args}):\n    return {fwd_ret}\n")
         body_stmts = [inner for s in slice_stmts for inner in self._strip_autocast(s)]
         body_stmts += [loss_stmt] if loss_stmt else []
@@ -1621,7 +1718,7 @@ class TrainingLoopPass(PathTransformer):
         grad = self._stmt(f"{names['grad']} = {ms_('mindspore.value_and_grad')}({names['forward']}, None, "
                           f"{wrt}{', has_aux=True' if aux else ''})")
 
-        unpack = ", ".join((["_"] if scaler else []) + rets)
+        unpack = ", ".join((["_"] if scaler else []) + packed)
         lines = [f"({unpack}), grads = {names['grad']}({args})" if aux else f"{loss_name}, grads = {names['grad']}({args})"]
         if self.data_parallel:   # DDP's gradient all-reduce (mean), before clipping as in torch
             # built only when communication was initialized, as torch's DDP needs its process
@@ -1865,7 +1962,10 @@ class TrainingLoopPass(PathTransformer):
     def _uncompiled(self, defs: list, step: str, python_object: str, backward_stmt) -> list:
         """The definitions with the step's @jit replaced by a marker: its loss is computed
         through a plain Python object (or a torch.distributions object built in the step)."""
-        what = ("a distribution built in the step (MindSpore builds its distributions in a static graph "
+        what = ("network outputs kept before the step and computed again inside it (msmigrate_Recompute: "
+                "a static graph cannot call the kept Python functions)"
+                if python_object.startswith("msmigrate_recomputed(") else
+                "a distribution built in the step (MindSpore builds its distributions in a static graph "
                 "only from constants, and msmigrate's generated ones are plain Python)"
                 if python_object.endswith("(...)") else
                 "a function whose host code (NumPy or `random` draws, .tolist(), .numpy()) runs on every "
