@@ -416,3 +416,57 @@ def test_tensors_split_by_scikit_learn_keep_their_rows(tmp_path):
     assert ms_out[0].endswith("Tensor"), ms_out
     steps = [_last_numbers(out, p) for out in (torch_out, ms_out) for p in ("step", "test")]
     assert len(steps[0]) == 4 and np.allclose(steps[0], steps[2], rtol=1e-5) and np.allclose(steps[1], steps[3]), steps
+
+
+@pytest.mark.framework
+def test_network_outputs_kept_for_a_later_backward_are_computed_again_in_the_step(tmp_path):
+    """REINFORCE / actor-critic keep the network's outputs during an episode (a list attribute
+    filled by a function, (reward, probability) tuples given to a method, named tuples) and
+    differentiate them at its end (mrl-reinforce). MindSpore differentiates only what the step
+    computes: read as they were kept, their gradients were zero and the policy never learned,
+    silently. Converted, they are computed again inside the step; the actions come from the
+    program's own NumPy generator, so every loss is torch's only if the gradients are."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "reinforce_kept_outputs.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "MSC102" not in result.code and result.code.count("msmigrate_Recompute(msmigrate_recompute") == 3, \
+        result.code
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    torch_out, ms_out = _outputs([src, converted], tmp_path)
+    assert [l.split()[:-1] for l in torch_out] == [l.split()[:-1] for l in ms_out], (torch_out, ms_out)
+    assert len(torch_out) == 12 and np.allclose(_last_numbers(torch_out, ""), _last_numbers(ms_out, ""),
+                                                rtol=1e-5, atol=1e-5), (torch_out, ms_out)
+
+
+def test_kept_network_outputs_that_cannot_be_computed_again_stop_the_step():
+    """A kept value computed from a network output of another block cannot be computed again
+    from its own block: the step is refused (MSC102), not trained on zero gradients."""
+    src = ("import torch\nimport torch.nn as nn\nnet = nn.Linear(3, 2)\nhead = nn.Linear(2, 1)\n"
+           "opt = torch.optim.SGD(list(net.parameters()) + list(head.parameters()), lr=0.1)\n"
+           "saved = []\n"
+           "def rollout(x):\n    h = net(x)\n    for t in range(3):\n        saved.append(head(h * t).sum())\n"
+           "def update():\n    opt.zero_grad()\n    loss = torch.stack(saved).sum()\n    loss.backward()\n"
+           "    opt.step()\n    del saved[:]\n")
+    result = convert_source(src, "kept.py")
+    assert "MSC102 the loss reads 'saved', filled at line 10" in result.code, result.code
+
+
+def test_tensor_loop_variables_used_only_as_indices_iterate_ints(tmp_path):
+    """`for i in torch.randint(...): x.append(data[i:i + block])` (cn-gpt-self-attention's
+    get_batch): a slice with 0-d Tensor bounds is ~20x slower in MindSpore than with ints, and
+    400 evaluation batches timed out. Where the loop variable is only an index or a slice bound,
+    the loop iterates ints (`.tolist()`); elsewhere it stays a tensor. The rows are torch's."""
+    src = ("import torch\n"
+           "data = torch.arange(100) * 3\n"
+           "rows, picks, doubled = [], [], []\n"
+           "for i in torch.arange(0, 90, 10):\n    rows.append(data[i:i + 4])\n"
+           "for k in torch.arange(5, 0, -1):\n    picks.append(data[k * 2])\n"
+           "for j in torch.arange(3):\n    doubled.append(j * 2)\n"
+           "print('rows', tuple(torch.stack(rows).shape), torch.stack(rows).flatten().tolist())\n"
+           "print('picks', [int(p) for p in picks], [int(d) for d in doubled])\n")
+    code = convert_source(src, "loops.py").code
+    assert code.count(".tolist():") == 2 and "for j in ops.arange(3):" in code, code
+    for name, text in (("torch_loops.py", src), ("ms_loops.py", code)):
+        (tmp_path / name).write_text(text)
+    outs = _outputs((tmp_path / "torch_loops.py", tmp_path / "ms_loops.py"), tmp_path)
+    assert len(outs[0]) == 2 and outs[0] == outs[1], outs
