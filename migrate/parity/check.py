@@ -204,7 +204,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
     first = None
     noise: dict[str, np.ndarray] = {}  # elements whose torch gradient was tiny (see runner.TINY_GRADIENT)
     rounding: dict[str, tuple] = {}    # values within torch's own sensitivity to rounding, not the tolerance
-    settled: dict[str, int] = {}       # buffers equal to torch's once the step's later forwards ran
+    settled: dict[str, int] = {}       # state equal to torch's once what follows the step ran
     for i in range(n):
         step = i + 1
         row = {"step": step, "torch_loss": tl[i], "ms_loss": ml[i] if i < len(ml) else None}

@@ -85,8 +85,9 @@ def format_text(r: dict) -> str:
                      f"own run moves when its initial weights change by one unit in the last place: {parts}")
     if r.get("settled_after_step"):
         parts = ", ".join(f"{n} (from step {k})" for n, k in r["settled_after_step"].items())
-        lines.append("buffers equal to torch's only once a forward run after the MindSpore step (torch ran it before "
-                     f"its optimizer step; the conversion moved it out of the compiled step): {parts}")
+        lines.append("state equal to torch's only once what follows the MindSpore step ran (a forward torch ran before "
+                     "its optimizer step that the conversion moved out of the compiled step, or the update of gradients "
+                     f"summed over a loop, applied after it): {parts}")
     for c in r["config"]:
         lines.append(f"setting: {c['name']}: {c['detail']}")
     if "grads" in r:

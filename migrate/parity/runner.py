@@ -876,18 +876,17 @@ def run_mindspore(rec: Record, script: str) -> None:
         return {prefix + n: p.asnumpy().copy() for prefix, named in st["nets"].items() for n, p in named()}
 
     def settle_buffers() -> None:
-        """The buffers (parameters no gradient updates: BatchNorm statistics) of the last step
-        again, once its state is final (the next step starts, the run ends): a forward the
-        conversion moved after the compiled step (a value torch computed before its optimizer
-        step only to show it) updates them after the step returned, where torch's did before
-        its state was taken."""
+        """The state of the last step again, once it is final (the next step starts, the run
+        ends): a forward the conversion moved after the compiled step (a value torch computed
+        before its optimizer step only to show it) updates BatchNorm statistics after the step
+        returned, and an update of gradients summed over a loop is applied after the loop (the
+        step computes one pass), where torch's state was taken when its next pass started."""
         step = len(rec.losses)
         if step and st["ready"] and step not in st.setdefault("settled", set()):
             st["settled"].add(step)
             for prefix, named in st["nets"].items():
                 for n, p in named():
-                    if not p.requires_grad:
-                        rec.arrays[f"late/{step}/{prefix}{n}"] = p.asnumpy().copy()
+                    rec.arrays[f"late/{step}/{prefix}{n}"] = p.asnumpy().copy()
 
     def live_networks() -> list:
         """The live Cells with parameters that are part of no other, in creation order."""
