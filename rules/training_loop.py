@@ -376,6 +376,19 @@ class _ReadRecomputed(cst.CSTTransformer):
     def visit_Attribute(self, node) -> None:
         self.skip.add(id(node.attr))
 
+    def visit_Param(self, node) -> None:
+        self.skip.add(id(node.name))
+
+    def visit_Arg(self, node) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_For(self, node) -> None:
+        self.skip.update(id(n) for n in _walk(node.target))
+
+    def visit_CompFor(self, node) -> None:
+        self.skip.update(id(n) for n in _walk(node.target))
+
     def visit_AssignTarget(self, node) -> bool:
         return False
 
@@ -440,6 +453,8 @@ class TrainingLoopPass(PathTransformer):
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
         self._stores: dict = {}    # networks -> containers of their kept outputs (_kept_outputs_read)
+        self.later: dict[int, list] = {}   # id(original statement of an outer block) -> its replacement
+        self._blocks_of: dict[int, list] | None = None   # id(statement) -> its block (original nodes)
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
 
     # ---- bookkeeping ----------------------------------------------------------------
@@ -577,8 +592,29 @@ class TrainingLoopPass(PathTransformer):
         out = []
         for stmt in body:
             out.extend(self.ready.pop(id(stmt), ()))
-            out.append(stmt)
-        return out
+            if backwards or not self._clears_gradients(stmt):   # (a refused step keeps its own)
+                out.extend(self.later.pop(id(self.originals.get(id(stmt), stmt)), [stmt]))
+        return out or [cst.SimpleStatementLine([cst.Pass()])]
+
+    def _network_names(self) -> set[str]:
+        """Names the module binds to networks (ModuleInstances), scanned when first needed."""
+        if self._module_scan is None:
+            self._module_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
+            self.module.visit(self._module_scan)
+        return self._module_scan.names
+
+    def _clears_gradients(self, stmt) -> bool:
+        """`optimizer.zero_grad()` (or a network's) outside a step, before a loop of steps:
+        MindSpore keeps no gradients between steps, and its optimizers and Cells have no
+        zero_grad (AttributeError mid-run)."""
+        call = _method_stmt(stmt, "zero_grad")
+        if call is None or call.args:
+            return False
+        receiver = dotted(call.func.value)
+        if self._is_optimizer(receiver):
+            return True
+        return receiver in self._network_names() or \
+            (receiver or "").rsplit(".", 1)[-1] in self._leaves(sorted(self.optimizers))
 
     # ---- several backward passes in one block ------------------------------------------
     def _rewrite_several(self, body: list, backwards: list[int]) -> list:
@@ -906,6 +942,8 @@ class TrainingLoopPass(PathTransformer):
             if step is not None:
                 pre = [s for s in pre if id(s) not in step["cleared"]]
         if step is None:
+            step = self._step_after_loop(post)
+        if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
                                  "with ms.value_and_grad")
@@ -925,7 +963,9 @@ class TrainingLoopPass(PathTransformer):
         eff = [effects(s) for s in pre]
         trained = set(step.get("tensors", ()))   # a statement computing with them is no data
         leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o]) | trained
-        while chosen and self._prepares_data(pre[chosen[0]], leaves) and not (reads(pre[chosen[0]]) & trained) and \
+        holders = self._recomputed_holders()
+        while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
+                not (reads(pre[chosen[0]]) & (trained | holders)) and \
                 self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
                 not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
@@ -1003,6 +1043,15 @@ class TrainingLoopPass(PathTransformer):
             return body
         read = set().union(*(effects(self.originals.get(id(s), s)).read for s in slice_stmts))
         recomputing = sorted(c for c in self.ctx.recomputed if any(same_container(r, c) for r in read))
+        recomputing += sorted(holders & set().union(set(), *(reads(st) for st in slice_stmts)))
+        if not slice_stmts and loss_stmt is None and step["kind"] != "bare":
+            # nothing to differentiate: the loss came in computed (from values kept earlier)
+            body[b] = self._flag(backward_stmt, "manual", f"the loss '{loss_name}' is computed before this "
+                                 f"step from values no network call of this block computes (kept from earlier "
+                                 f"calls?): MindSpore differentiates only what the step computes, so the "
+                                 f"gradients would be zero; compute the network's outputs in the block of "
+                                 f"loss.backward(), or convert this step by hand")
+            return body
         if recomputing and python_object is None:
             python_object = f"msmigrate_recomputed({recomputing[0]})"
         kept = self._kept_outputs_read(slice_stmts + ([loss_stmt] if loss_stmt else []), leaves)
@@ -1158,6 +1207,47 @@ class TrainingLoopPass(PathTransformer):
                 return sorted(writes(stmt) & wanted)[0], stmt
         return None
 
+    def _recomputed_holders(self) -> set[str]:
+        """Names the enclosing loops bind to kept network values (`for r, prob in self.data:`
+        over a container whose values the step computes again, rules/rollout_values.py)."""
+        out: set[str] = set()
+        for loop in self.loops[-1]:
+            if isinstance(loop, cst.For) and any(same_container(r, c) for r in effects(
+                    cst.SimpleStatementLine([cst.Expr(loop.iter)])).read for c in self.ctx.recomputed):
+                out |= _target_names(loop.target)
+        return out
+
+    def _step_after_loop(self, post: list):
+        """`for r, prob in data: ...; loss.backward()` with `optimizer.step()` after the loop: the
+        update applies the sum of the loop's gradients (torch adds them up in .grad). The step
+        dict (kind "loop_sum"): each pass returns its gradients, the loop adds them up in a fresh
+        name (None before the loop) and the statement of optimizer.step() applies the sum. None
+        when the loop clears gradients itself or is followed by no plain step of one optimizer."""
+        loop = self.loops[-1][-1] if self.loops[-1] else None
+        if loop is None or re.search(r"\.zero_grad\(|\bgrad\b\s*=", self.module.code_for_node(loop)):
+            return None
+        if self._blocks_of is None:
+            self._blocks_of = {}
+            for node in _walk(self.module):
+                block = node.body if isinstance(node, (cst.Module, cst.IndentedBlock)) else None
+                if isinstance(block, (list, tuple)):
+                    self._blocks_of.update((id(st), list(block)) for st in block)
+        block = self._blocks_of.get(id(loop))
+        if block is None:
+            return None
+        after = block[next(i for i, st in enumerate(block) if st is loop) + 1:]
+        at = next((i for i, st in enumerate(after) if self._optimizer_step(st) is not None), None)
+        if at is None or any(_method_stmt(st, "backward") is not None or _jumps([st]) for st in after[:at]):
+            return None
+        optimizer = self._optimizer_step(after[at])
+        if any(self._optimizer_step(st) not in (None, optimizer) for st in after[at + 1:at + 2]):
+            return None   # several optimizers stepped: not followed here
+        total = self.fresh("summed_grads")
+        self.pending.setdefault(id(loop), []).append(self._stmt(f"{total} = None"))
+        self.later[id(after[at])] = [self._stmt(f"if {total} is not None:\n    {optimizer}({total})\n")]
+        return {"kind": "loop_sum", "optimizer": optimizer, "clips": [], "before": list(post), "after": [],
+                "sum": total}
+
     def _bound_to_number(self, name: str) -> bool:
         """Whether the enclosing function (or module) binds `name` to a number literal."""
         scope = self.funcs[-1]
@@ -1176,10 +1266,7 @@ class TrainingLoopPass(PathTransformer):
         if key not in self._stores:
             networks = set(leaves)
             if "self" in networks:   # the optimizer lives in the network's class: its instances too
-                if self._module_scan is None:
-                    self._module_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
-                    self.module.visit(self._module_scan)
-                networks |= {n.rsplit(".", 1)[-1] for n in self._module_scan.names}
+                networks |= {n.rsplit(".", 1)[-1] for n in self._network_names()}
             self._stores[key] = network_stores(self.module, networks)
         # a container whose values the step computes again has no statement (None); the others'
         # fills come first
@@ -1745,6 +1832,8 @@ class TrainingLoopPass(PathTransformer):
             lines += clip_lines
             lines.append(f"{step['optimizer']}(grads)")
             extra_returns = norm_names
+        elif step["kind"] == "loop_sum":   # the update is applied after the loop (see _step_after_loop)
+            extra_returns = ["grads"]
         elif step["kind"] == "manual":
             lines += clip_lines
             update = self._manual_body(step)
@@ -1786,6 +1875,10 @@ class TrainingLoopPass(PathTransformer):
 
         targets = ", ".join(rets + extra_returns)
         call_stmts = [*call_pre, self._stmt(f"{targets} = {names['step']}({call_args})")]
+        if step["kind"] == "loop_sum":
+            total = step["sum"]
+            call_stmts.append(self._stmt(f"{total} = grads if {total} is None else "
+                                         f"tuple(a + g for a, g in zip({total}, grads))"))
         new_post = list(step["before"])
         if step["kind"] == "accumulate":
             if_stmt = step["if"]
@@ -1941,10 +2034,7 @@ class TrainingLoopPass(PathTransformer):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
-        if self._module_scan is None:
-            self._module_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project)
-            self.module.visit(self._module_scan)
-        called = self._holder_scan.all | self._module_scan.names
+        called = self._holder_scan.all | self._network_names()
         holders += [h for h in sorted(called - set(holders))
                     if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
         out = []

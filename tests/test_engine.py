@@ -121,3 +121,13 @@ def test_objects_made_in_one_tuple_assignment_convert_their_calls_everywhere():
            "def f(logits, y, d, t):\n    return mse(d, t) + xent(logits, y)\n")
     code = convert_source(src, "t.py").code
     assert "xent(logits, y.astype(ms.int32))" in code and "mse(d, t)" in code, code
+
+
+def test_zero_grad_outside_the_step_is_dropped():
+    """`optimizer.zero_grad()` (or a network's) before the loop of steps stayed in the converted
+    file, and MindSpore's optimizers and Cells have no zero_grad: AttributeError mid-run."""
+    src = ("import torch\nnet = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+           "opt.zero_grad()\nnet.zero_grad()\nfor x in [torch.ones(2, 3)]:\n    loss = net(x).sum()\n"
+           "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    code = convert_source(src, "t.py").code
+    assert "zero_grad" not in code and "train_step(" in code, code

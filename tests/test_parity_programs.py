@@ -33,6 +33,7 @@ STEPS = {
     "train_random_depth.py": 6,   # a frozen depth draw (a compiled step) diverges by step 4
     "train_step_in_namespace.py": 6,   # two epochs, given on its command line
     "train_nets_side_by_side.py": 8,   # every network steps twice (two batches)
+    "train_loop_summed_backward.py": 7,   # two updates of summed gradients (3 passes each)
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}
