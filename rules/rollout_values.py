@@ -50,6 +50,7 @@ class Source:
     tainted: frozenset     # names holding network values there
     method: tuple | None   # (method, parameter index) it passes them to; None: a direct fill
     scope: cst.CSTNode     # its outermost enclosing loop, else its function (or the module)
+    function: cst.CSTNode  # its function (or the module)
     container: str = ""    # the container it fills directly
 
 
@@ -189,11 +190,11 @@ class _Function:
         scope = next((loop for loop in self.loops if loop is not None), self.scope)
         if method in _FILLS and receiver:
             self._fills(receiver, stmt)
-            self._source(Source(stmt, call, body, frozenset(self.tainted), None, scope, receiver))
+            self._source(Source(stmt, call, body, frozenset(self.tainted), None, scope, self.scope, receiver))
         elif method in self.analysis.methods and len(given) == 1 and not call.args[given[0]].keyword:
             key = (method, given[0] + 1)   # + self
             self.passed.setdefault(key, None)
-            self._source(Source(stmt, call, body, frozenset(self.tainted), key, scope))
+            self._source(Source(stmt, call, body, frozenset(self.tainted), key, scope, self.scope))
 
     def _source(self, source: Source) -> None:
         if id(source.stmt) not in self.seen:
@@ -217,8 +218,9 @@ def network_value(expr, networks: set[str], tainted, plain_functions=frozenset()
         return False
     if isinstance(expr, cst.Call):
         parts = (dotted(expr.func) or "").split(".")
-        if parts[-1] in _LEAVES_GRAPH or ".".join(parts) in _PYTHON_VALUES | plain_functions:
-            return False
+        method = expr.func.attr.value if isinstance(expr.func, cst.Attribute) else None
+        if method in _LEAVES_GRAPH or ".".join(parts) in _PYTHON_VALUES | plain_functions:
+            return False   # `torch.max(out).item()`, `float(out)`, `draw(probs)`
         if parts[-1] == "forward" and len(parts) > 1:
             parts = parts[:-1]
         if parts[-1] in networks - {"self"} or (parts == ["self"] and "self" in networks):
@@ -281,7 +283,12 @@ class RolloutValuesPass(PathTransformer):
         self.after: dict[int, list] = {}     # id(statement) -> statements to insert after it
         taken = set(ctx.names.taken)
         containers = set()
+        read_by_steps = _read_where_differentiated(ctx.module)
         for source in analysis.sources:
+            filled = {source.container} if source.method is None else analysis.method_fills[source.method]
+            if not any(same_container(r, c) for r in read_by_steps for c in filled) or \
+                    _local(source.container, source.function):
+                continue   # no step reads them (a list of values only logged, a local list)
             # where the loss is differentiated in the same loop (or function), the training step
             # holds the statements computing the values already
             if not isinstance(source.scope, cst.Module) and ".backward(" in ctx.module.code_for_node(source.scope):
@@ -289,7 +296,7 @@ class RolloutValuesPass(PathTransformer):
             plan = self._plan(source, taken)
             if plan is not None:
                 self.plans[id(source.stmt)] = plan
-                containers |= {source.container} if source.method is None else analysis.method_fills[source.method]
+                containers |= filled
         if self.plans:
             scan = PathScan(lambda node, ancestors: id(node) in self.plans or id(node) in self.after)
             ctx.module.visit(scan)
@@ -370,6 +377,26 @@ class RolloutValuesPass(PathTransformer):
             lines.append(cst.EmptyLine(comment=cst.Comment(self.ctx.reporter.flag("review", DROPOUT, line, col))))
         defs[0] = defs[0].with_changes(leading_lines=lines)
         return cst.FlattenSentinel([*defs, new])
+
+
+def _local(container: str, function) -> bool:
+    """A plain name the function binds: its own list, out of reach of another function's step."""
+    return isinstance(function, cst.FunctionDef) and "." not in container and \
+        container in writes(function.body)
+
+
+def _read_where_differentiated(module: cst.Module) -> set[str]:
+    """Paths read by the functions (and the module's own statements) that call .backward():
+    where a kept value can reach a loss."""
+    scopes = _Definitions()
+    module.visit(scopes)
+    out: set[str] = set()
+    for scope in [module, *scopes.found]:
+        body = scope.body if isinstance(scope, cst.Module) else scope.body.body
+        stmts = [st for st in body if not isinstance(st, (cst.FunctionDef, cst.ClassDef))]
+        if any(".backward(" in module.code_for_node(st) for st in stmts):
+            out |= set().union(set(), *(effects(st).read for st in stmts))
+    return out
 
 
 class _Outside(Exception):

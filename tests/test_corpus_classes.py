@@ -470,3 +470,22 @@ def test_tensor_loop_variables_used_only_as_indices_iterate_ints(tmp_path):
         (tmp_path / name).write_text(text)
     outs = _outputs((tmp_path / "torch_loops.py", tmp_path / "ms_loops.py"), tmp_path)
     assert len(outs[0]) == 2 and outs[0] == outs[1], outs
+
+
+def test_network_values_kept_only_for_logging_stay_values():
+    """cp-dqlearner keeps `torch.max(output).item()` per step of an evaluation to average them:
+    no step reads that list, and a number leaves the graph. Taken for kept network outputs, the
+    list held records and np.mean failed (TypeError). Nor is a function's own list of outputs
+    (concatenated for a metric) one, even where a training function uses the same name."""
+    src = ("import numpy as np\nimport torch\nimport torch.nn as nn\n"
+           "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.fc = nn.Linear(3, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+           "net = Net()\n"
+           "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+           "def evaluate(xs):\n    q_values, outputs = [], []\n    for x in xs:\n        out = net(x)\n"
+           "        q_values.append(torch.max(out).item())\n        outputs.append(out)\n"
+           "    return np.mean(q_values), torch.cat(outputs)\n"
+           "def train(xs):\n    for x in xs:\n        outputs = net(x)\n        loss = outputs.sum()\n"
+           "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n")
+    code = convert_source(src, "dq.py").code
+    assert "msmigrate_Recompute" not in code and "q_values.append(ops.amax(out).item())" in code, code
