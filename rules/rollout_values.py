@@ -18,7 +18,9 @@ Found per function, in order: a name holds a network value when assigned from an
 calls one of the networks (or reads such a name), unless the value leaves the graph (`.item()`,
 `.detach()`, `float(...)`, a sample, under no_grad); a container is filled when `X.append(v)`
 (insert, extend, appendleft, `X += [v]`) gets such a value, also through a method of the file
-the value is passed to (`put_data(self, item)` appending `item` to `self.data`)."""
+the value is passed to (`put_data(self, item)` appending `item` to `self.data`). Only containers
+read where a loss is differentiated (a function calling .backward()) are converted, never a
+function's own list (outputs kept to be logged or concatenated for a metric)."""
 from __future__ import annotations
 
 import builtins
@@ -55,6 +57,9 @@ class Source:
 
 
 class Analysis:
+    """The containers of network values of a module (`stores`) and the statements filling them
+    (`sources`), for the networks named."""
+
     def __init__(self, module: cst.Module, networks: set[str]) -> None:
         definitions = _Definitions()
         module.visit(definitions)
