@@ -489,3 +489,17 @@ def test_network_values_kept_only_for_logging_stay_values():
            "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n")
     code = convert_source(src, "dq.py").code
     assert "msmigrate_Recompute" not in code and "q_values.append(ops.amax(out).item())" in code, code
+
+
+def test_tensor_of_a_deque_is_made_from_its_values(tmp_path):
+    """REINFORCE as written in many scripts: `returns = deque()`, `returns.appendleft(R)`, then
+    `torch.tensor(returns)`; torch reads any sequence, ms.tensor rejects a deque (TypeError)."""
+    src = ("from collections import deque\nimport torch\n"
+           "returns = deque()\nfor r in (1.0, 0.5, 2.0):\n    returns.appendleft(r)\n"
+           "returns = torch.tensor(returns)\nprint('returns', returns.tolist(), str(returns.dtype)[-7:])\n")
+    code = convert_source(src, "dq.py").code
+    assert "ms.tensor(list(returns))" in code, code
+    for name, text in (("torch_dq.py", src), ("ms_dq.py", code)):
+        (tmp_path / name).write_text(text)
+    outs = _outputs((tmp_path / "torch_dq.py", tmp_path / "ms_dq.py"), tmp_path)
+    assert outs[0] == ["returns [2.0, 0.5, 1.0] float32"] and outs[1] == ["returns [2.0, 0.5, 1.0] Float32"], outs

@@ -482,12 +482,17 @@ def tensor_class(site):
 
 
 def _is_range(site, data) -> bool:
-    """`range(...)`, or a name bound to one in straight-line code before: torch reads a range as
-    a sequence; ms.Tensor rejects it (a list of its values is the same data)."""
+    """`range(...)` or `collections.deque(...)`, or a name bound to one in straight-line code
+    before: torch reads them as sequences; ms.Tensor rejects them (a list of their values is the
+    same data; REINFORCE's `returns = deque()` ... `torch.tensor(returns)`)."""
     from msmigrate.rules.transforms.dtypes import _straight_line_value
     if isinstance(data, cst.Name):
         data = _straight_line_value(site.rw, data.value)
-    return isinstance(data, cst.Call) and isinstance(data.func, cst.Name) and data.func.value == "range" \
+    if not isinstance(data, cst.Call):
+        return False
+    if site.rw.scopes.resolve(data.func) == "collections.deque":
+        return True
+    return isinstance(data.func, cst.Name) and data.func.value == "range" \
         and not any("range" in scope.bindings for scope in site.rw.scopes.stack)
 
 
