@@ -63,6 +63,7 @@ class Analysis:
     def __init__(self, module: cst.Module, networks: set[str]) -> None:
         definitions = _Definitions()
         module.visit(definitions)
+        self.functions = definitions.found
         self.methods = {f.name.value: f for f in definitions.found}
         self.module_names = definitions.module_names
         self.stores: dict[str, list] = {}    # container path -> statements filling it
@@ -288,7 +289,7 @@ class RolloutValuesPass(PathTransformer):
         self.after: dict[int, list] = {}     # id(statement) -> statements to insert after it
         taken = set(ctx.names.taken)
         containers = set()
-        read_by_steps = _read_where_differentiated(ctx.module)
+        read_by_steps = _read_where_differentiated(ctx.module, analysis.functions) if analysis.sources else set()
         for source in analysis.sources:
             filled = {source.container} if source.method is None else analysis.method_fills[source.method]
             if not any(same_container(r, c) for r in read_by_steps for c in filled) or \
@@ -390,13 +391,11 @@ def _local(container: str, function) -> bool:
         container in writes(function.body)
 
 
-def _read_where_differentiated(module: cst.Module) -> set[str]:
+def _read_where_differentiated(module: cst.Module, functions: list) -> set[str]:
     """Paths read by the functions (and the module's own statements) that call .backward():
     where a kept value can reach a loss."""
-    scopes = _Definitions()
-    module.visit(scopes)
     out: set[str] = set()
-    for scope in [module, *scopes.found]:
+    for scope in [module, *functions]:
         body = scope.body if isinstance(scope, cst.Module) else scope.body.body
         stmts = [st for st in body if not isinstance(st, (cst.FunctionDef, cst.ClassDef))]
         if any(".backward(" in module.code_for_node(st) for st in stmts):

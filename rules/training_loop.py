@@ -1220,9 +1220,10 @@ class TrainingLoopPass(PathTransformer):
     def _step_after_loop(self, post: list):
         """`for r, prob in data: ...; loss.backward()` with `optimizer.step()` after the loop: the
         update applies the sum of the loop's gradients (torch adds them up in .grad). The step
-        dict (kind "loop_sum"): each pass returns its gradients, the loop adds them up in a fresh
-        name (None before the loop) and the statement of optimizer.step() applies the sum. None
-        when the loop clears gradients itself or is followed by no plain step of one optimizer."""
+        dict (kind "loop_sum"; _generate makes the rest): each pass returns its gradients, the loop
+        adds them up in a fresh name (None before the loop) and the statement of optimizer.step()
+        applies the sum. None when the loop clears gradients itself or is followed by no plain
+        step of one optimizer."""
         loop = self.loops[-1][-1] if self.loops[-1] else None
         if loop is None or re.search(r"\.zero_grad\(|\bgrad\b\s*=", self.module.code_for_node(loop)):
             return None
@@ -1240,13 +1241,10 @@ class TrainingLoopPass(PathTransformer):
         if at is None or any(_method_stmt(st, "backward") is not None or _jumps([st]) for st in after[:at]):
             return None
         optimizer = self._optimizer_step(after[at])
-        if any(self._optimizer_step(st) not in (None, optimizer) for st in after[at + 1:at + 2]):
+        if at + 1 < len(after) and self._optimizer_step(after[at + 1]) not in (None, optimizer):
             return None   # several optimizers stepped: not followed here
-        total = self.fresh("summed_grads")
-        self.pending.setdefault(id(loop), []).append(self._stmt(f"{total} = None"))
-        self.later[id(after[at])] = [self._stmt(f"if {total} is not None:\n    {optimizer}({total})\n")]
         return {"kind": "loop_sum", "optimizer": optimizer, "clips": [], "before": list(post), "after": [],
-                "sum": total}
+                "loop": loop, "step_stmt": after[at]}
 
     def _bound_to_number(self, name: str) -> bool:
         """Whether the enclosing function (or module) binds `name` to a number literal."""
@@ -1875,10 +1873,13 @@ class TrainingLoopPass(PathTransformer):
 
         targets = ", ".join(rets + extra_returns)
         call_stmts = [*call_pre, self._stmt(f"{targets} = {names['step']}({call_args})")]
-        if step["kind"] == "loop_sum":
-            total = step["sum"]
+        if step["kind"] == "loop_sum":   # (only now: a step refused before this leaves its statements)
+            total = self.fresh("summed_grads")
             call_stmts.append(self._stmt(f"{total} = grads if {total} is None else "
                                          f"tuple(a + g for a, g in zip({total}, grads))"))
+            self.pending.setdefault(id(step["loop"]), []).append(self._stmt(f"{total} = None"))
+            self.later[id(step["step_stmt"])] = [self._stmt(f"if {total} is not None:\n"
+                                                            f"    {step['optimizer']}({total})\n")]
         new_post = list(step["before"])
         if step["kind"] == "accumulate":
             if_stmt = step["if"]
