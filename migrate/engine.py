@@ -258,6 +258,8 @@ class Site:
         self.bound, self.unbound = (_bind(record, node.args) if isinstance(node, cst.Call)
                                     else ({}, []))
         self.REMOVED = cst.Name(REMOVED_NAME)
+        self.result_dtype: cst.BaseExpression | None = None   # cast of the result (compute_as)
+        self.uncast: dict[str, cst.BaseExpression] = {}   # arguments as they were before a dtype cast
 
     # arguments ---------------------------------------------------------------------
     def arg(self, name: str, default: cst.BaseExpression | None = None):
@@ -1348,7 +1350,8 @@ class Rewriter(cst.CSTTransformer):
     def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver, instance: ApiRecord | None = None):
         site = Site(self, rec, q, updated, receiver, instance)
         try:
-            if (rec.promote or rec.dtype_review) and receiver is None and self.original_call is not None:
+            if (rec.promote or rec.dtype_review or rec.compute_as) and receiver is None \
+                    and self.original_call is not None:
                 from msmigrate.rules import PROMOTE
                 original = self.original_call
                 args = list(original.args)
@@ -1363,6 +1366,8 @@ class Rewriter(cst.CSTTransformer):
                 out = site.call(rec.target)
             else:
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
+            if site.result_dtype is not None and not _is_removed(out):
+                out = site.expr("{v}.astype({t})", v=atom(out), t=site.result_dtype)
             if rec.inplace and receiver is None and not _is_removed(out):
                 from msmigrate.rules import INPLACE
                 out = transform_function(INPLACE)(site, out)
@@ -1545,6 +1550,14 @@ def _is_type_test(node: cst.Comparison) -> bool:
 def _describe(exc: Exception) -> str:
     """An exception as one stable line (no object addresses: markers must not change between runs)."""
     return re.sub(r" at 0x[0-9a-f]+", "", f"{type(exc).__name__}: {exc}")
+
+
+def atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` usable as the receiver of a method call: parenthesized unless it is a name, an
+    attribute, a call or a subscript (`(a + b).astype(...)`)."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _keep_parens(old: cst.BaseExpression, new):

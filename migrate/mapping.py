@@ -28,6 +28,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # the call `x.real()` would
     promote = ["input"]                     # float-only in MindSpore, torch promotes int/bool:
                                             # a visibly integer/bool argument gets a cast
+    compute_as = { bool = "int32" }         # MindSpore has no kernel for an argument visibly of
+                                            # that kind (bool, int, float64): computed in the given
+                                            # dtype, the result cast back to the first argument's
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
                                             # where the argument's dtype is not visible
     inplace = "inplace"                     # the torch argument asking for the result to be written
@@ -65,7 +68,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "children", "csv", "read", "promote",
+           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as",
            "dtype_review", "calls_object", "inplace", "base"}
 
 
@@ -96,6 +99,9 @@ class ApiRecord:
     promote: tuple[str, ...] = ()   # arguments MindSpore computes in floating point only, where
                               # torch promotes integer/bool tensors to float32: one visibly
                               # integer or bool at conversion time gets a cast (rules/transforms/dtypes.py)
+    compute_as: dict = field(default_factory=dict)   # visible kind of an argument ("bool", "int",
+                              # "float64") -> the MindSpore dtype its kernel computes in; the
+                              # result is cast back to the first argument's dtype
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
     inplace: str = ""         # torch argument naming an in-place write of the first argument, or
@@ -202,7 +208,7 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
             and not func.is_method and func.args[:1] == ("input",)
         qual = f"torch.Tensor.{name}"
         if name in verified:
-            if usable and name == base and func.promote:
+            if usable and name == base and (func.promote or func.compute_as):
                 # kept by name, except on a visibly integer/bool tensor (`torch.arange(5).exp()`):
                 # then as the function, whose record casts it (MindSpore's kernel is float-only)
                 out[name] = ApiRecord(torch=qual, args=func.args[1:], positional=max(func.positional - 1, 0),

@@ -129,3 +129,29 @@ def test_view_as_another_dtype_is_that_dtype():
 ])
 def test_python_ints_held_in_names_and_sizes(code, cast):
     assert (CAST in body(code)) is cast
+
+
+@pytest.mark.parametrize("code, expected", [
+    # a kind MindSpore's kernel lacks (record field `compute_as`): computed in the dtype given,
+    # the result cast back to the argument's own dtype (read at run time from a name)
+    ("b = torch.tensor([True, False])\ny = torch.amax(b)\n", "ops.amax(b.astype(ms.int32)).astype(b.dtype)"),
+    ("b = torch.tensor([True, False])\ny = b.sign()\n", "ops.sign(b.astype(ms.int32)).astype(b.dtype)"),
+    ("k = torch.tensor([1, 2])\ny = torch.floor(k + 1)\n", "ops.floor((k + 1).astype(ms.float64)).astype(ms.int64)"),
+    ("x = torch.ones(2).double()\ny = nn.functional.relu6(x * 2)\n",
+     "ops.relu6((x * 2).astype(ms.float32)).astype(ms.float64)"),
+    # the in-place form writes back into the tensor itself, not into its cast
+    ("x = torch.ones(2, dtype=torch.float64)\nnn.functional.relu6(x, inplace=True)\n",
+     "x[...] = ops.relu6(x.astype(ms.float32)).astype(x.dtype)"),
+])
+def test_kinds_without_a_kernel_are_computed_in_another_dtype(code, expected):
+    assert expected in body(code)
+
+
+@pytest.mark.parametrize("code", [
+    "def f(b):\n    return torch.amax(b)\n",                      # unknown dtype
+    "y = torch.amax(torch.randn(3))\n",                             # float: has a kernel
+    "k = torch.arange(4)\ny = torch.floor(k / 2)\n",               # int / int is float in torch
+    "x = torch.ones(2).double()\ny = nn.functional.relu6(x * torch.ones(2))\n",   # float64 * float32: unknown
+])
+def test_kinds_with_a_kernel_or_unknown_are_not_cast(code):
+    assert ".astype(" not in body(code)

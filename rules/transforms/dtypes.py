@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import creates_cell
+from msmigrate.engine import atom, creates_cell
 from msmigrate.names import TargetBindings, dotted
 
 INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
               "uint16", "uint32", "uint64"}
 FLOAT_DTYPES = {"float", "float32", "double", "float64", "half", "float16", "bfloat16"}
 INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char": "int",
-               "bool": "bool", "float": "float", "double": "float", "half": "float"}
+               "bool": "bool", "float": "float", "double": "float64", "half": "float"}
 # Tensor methods whose result has the receiver's dtype (x.reshape(2, 3) of an int tensor: int)
 SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute", "squeeze", "unsqueeze",
                       "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda"}
@@ -43,18 +43,20 @@ FLOAT_CREATION = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "tor
                   "torch.linspace", "torch.logspace", "torch.eye"}
 TYPED = {"torch.LongTensor": "int", "torch.IntTensor": "int", "torch.BoolTensor": "bool",
          "torch.ByteTensor": "int", "torch.ShortTensor": "int", "torch.CharTensor": "int",
-         "torch.FloatTensor": "float", "torch.DoubleTensor": "float", "torch.HalfTensor": "float",
+         "torch.FloatTensor": "float", "torch.DoubleTensor": "float64", "torch.HalfTensor": "float",
          "torch.Tensor": "float"}
 # what a name may be known to hold: a tensor of a kind, or a Python number (`n = 5`,
 # `n = x.size(1)`, `n = len(xs)`: torch.arange(n) is an int tensor)
-_NAME_KINDS = ("int", "bool", "float", "pyint", "pyfloat", "pybool")
+_TENSOR_KINDS = ("int", "bool", "float", "float64")
+_NAME_KINDS = (*_TENSOR_KINDS, "pyint", "pyfloat", "pybool")
 _BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
 
 def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | None:
-    """"int", "bool", "float" when the original torch expression `expr` is visibly a tensor
-    (or a Python literal: "pyint", "pybool", "pyfloat") of that kind, else None."""
+    """"int", "bool", "float" ("float64" where visibly double precision) when the original torch
+    expression `expr` is visibly a tensor (or a Python literal: "pyint", "pybool", "pyfloat") of
+    that kind, else None."""
     if isinstance(expr, cst.Integer):
         return "pyint"
     if isinstance(expr, cst.Float):
@@ -65,7 +67,7 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
         return _name_kind(rw, expr.value, _seen)
     if isinstance(expr, cst.UnaryOperation):
         inner = kind(rw, expr.expression, _seen)
-        if isinstance(expr.operator, cst.Minus) and inner in ("pyint", "pyfloat", "int", "float"):
+        if isinstance(expr.operator, cst.Minus) and inner in ("pyint", "pyfloat", "int", "float", "float64"):
             return inner
         if isinstance(expr.operator, cst.BitInvert) and inner == "bool":
             return "bool"
@@ -81,8 +83,8 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
         left, right = kind(rw, expr.left, _seen), kind(rw, expr.right, _seen)
         if isinstance(expr.operator, _BOOL_OPS) and {left, right} <= {"bool", "pybool"} and "bool" in (left, right):
             return "bool"
-        if isinstance(expr.operator, _INT_OPS) and {left, right} <= {"int", "pyint"} and "int" in (left, right):
-            return "int"
+        if isinstance(expr.operator, (*_INT_OPS, cst.Divide)):
+            return _arithmetic_kind(left, right, isinstance(expr.operator, cst.Divide))
         return None
     if isinstance(expr, cst.Call):
         return _call_kind(rw, expr, _seen)
@@ -91,15 +93,35 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
                 len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
             return "pyint"   # x.shape[1]
         inner = kind(rw, expr.value, _seen)
-        return inner if inner in ("int", "bool", "float") else None
+        return inner if inner in _TENSOR_KINDS else None
     return None
+
+
+# torch's type promotion over kinds: a category (bool < int < float) decides between tensors,
+# a Python number only lifts a tensor to its own category (int tensor * 2.5: float32)
+_RANK = {"bool": 0, "pybool": 0, "int": 1, "pyint": 1, "float": 2, "pyfloat": 2, "float64": 2}
+
+
+def _arithmetic_kind(left, right, divide: bool) -> str | None:
+    """The kind of `left <op> right` for + - * // % (and / with `divide`), where at least one
+    side is a tensor; None when unknown (float32 with float64: a 0-d tensor would not decide)."""
+    if left is None or right is None or not ({left, right} & set(_TENSOR_KINDS)):
+        return None
+    tensors = [k for k in (left, right) if k in _TENSOR_KINDS]
+    if len(tensors) == 2 and left != right and _RANK[left] == _RANK[right]:
+        return None
+    top = max((left, right), key=lambda k: (_RANK[k], k in _TENSOR_KINDS))
+    found = top if top in _TENSOR_KINDS else {0: "bool", 1: "int", 2: "float"}[_RANK[top]]
+    if found == "bool" and not divide:
+        return None   # bool + bool is bool in torch, bool - bool an error: not worth guessing
+    return "float" if divide and found in ("bool", "int") else found
 
 
 def _dtype_kind(rw, expr) -> str | None:
     q = rw.scopes.resolve(expr) or ""
     name = q.removeprefix("torch.") if q.startswith("torch.") and q.count(".") == 1 else ""
     return "int" if name in INT_DTYPES else "bool" if name == "bool" else \
-        "float" if name in FLOAT_DTYPES else None
+        "float64" if name in ("float64", "double") else "float" if name in FLOAT_DTYPES else None
 
 
 def _keyword(call: cst.Call, name: str):
@@ -125,7 +147,7 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
             if method == "view" and len(call.args) == 1 and _dtype_kind(rw, call.args[0].value) is not None:
                 return _dtype_kind(rw, call.args[0].value)   # x.view(torch.int32) reinterprets
             inner = kind(rw, func.value, seen)
-            return inner if inner in ("int", "bool", "float") else None
+            return inner if inner in _TENSOR_KINDS else None
         return None
     q = rw.scopes.resolve(func) or ""
     made_by = rw.instances.get(dotted(func) or "")
@@ -368,8 +390,32 @@ def promote(site, original: dict) -> None:
         arg, before = site.bound.get(name), original.get(name)
         if arg is None or before is None or kind(site.rw, before.value) not in ("int", "bool"):
             continue
-        value = arg.value
-        if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        site.uncast.setdefault(name, arg.value)
         site.bound[name] = arg.with_changes(
-            value=site.expr("{v}.astype({f32})", v=value, f32="@mindspore.float32"))
+            value=site.expr("{v}.astype({f32})", v=atom(arg.value), f32="@mindspore.float32"))
+    if site.record.compute_as:
+        _compute_as(site, original)
+
+
+# the dtype a result computed through `compute_as` is cast back to, where the first argument
+# is not a plain name (whose own `.dtype` is read at run time: int32 stays int32)
+_KIND_DTYPES = {"bool": "mindspore.bool_", "int": "mindspore.int64", "float64": "mindspore.float64"}
+
+
+def _compute_as(site, original: dict) -> None:
+    """Tensor arguments visibly of a kind MindSpore's kernel lacks (record field `compute_as`:
+    `{ bool = "int32" }`) are cast to the dtype given, and the result back to the first
+    argument's dtype (torch's result dtype for these functions)."""
+    first = site.record.args[0] if site.record.args else None
+    for name, before in original.items():
+        arg = site.bound.get(name)
+        found = kind(site.rw, before.value) if arg is not None else None
+        target = site.record.compute_as.get(found or "")
+        if target is None:
+            continue
+        if name == first:
+            site.result_dtype = site.expr("{v}.dtype", v=arg.value) if isinstance(arg.value, cst.Name) \
+                else site.ref(_KIND_DTYPES[found])
+        site.uncast.setdefault(name, arg.value)
+        site.bound[name] = arg.with_changes(
+            value=site.expr("{v}.astype({t})", v=atom(arg.value), t="@mindspore." + target))

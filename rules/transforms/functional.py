@@ -217,7 +217,7 @@ def write_back(site, value):
             on = None
         if on is False:
             return value
-    first = site.arg(site.record.args[0])
+    first = site.uncast.get(site.record.args[0], site.arg(site.record.args[0]))   # x, not x.astype(...)
     if first is None:
         return value
     target = _target(first)

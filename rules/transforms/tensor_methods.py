@@ -309,9 +309,16 @@ def max_min(site):
     positional one means numpy's axis under @ms.jit, values only); `x.max(other=y)` (elementwise)
     is ops.maximum. A non-literal positional argument is kept as a dim (a tensor there fails
     loudly in MindSpore; a dim taken for a tensor would not) and flagged unless named like one."""
+    from msmigrate.rules.transforms.dtypes import kind
     method = site.record.method_name
     other = site.arg("other")
     first = site.bound.get("dim")
+    if kind(site.rw, site.original_receiver) == "bool":
+        if not site.bound:
+            return _as_function(site, "torch." + method)   # its record reduces a bool tensor in int32
+        if site.has("dim") and other is None:
+            site.flag("review", f"{site.qualname}(dim) of a bool tensor: MindSpore has no bool kernel; "
+                                f"reduce x.astype(ms.int32) and cast the values back to bool")
     if other is None and first is not None and first.keyword is None and not site.has("keepdim"):
         lit = _literal(site, "dim")
         if lit is _NOT_LITERAL:
@@ -879,15 +886,19 @@ def keep(site):
 @torch_method
 def promoted(site):
     """A method the suite verified by name whose torch function is float-only in MindSpore
-    (record field `promote`): on a visibly integer/bool tensor (`torch.arange(5).exp()`,
-    `k.sin()` after `k = torch.tensor([1, 2])`) it converts as that function, whose record casts
-    the tensor to float32 as torch promotes it; on any other receiver it stays as it is."""
+    (record field `promote`, or `compute_as` for the kinds it names): on a visibly integer/bool
+    tensor (`torch.arange(5).exp()`, `k.sin()` after `k = torch.tensor([1, 2])`) it converts as
+    that function, whose record casts the tensor (to float32 as torch promotes it); on any
+    other receiver it stays as it is."""
     from msmigrate.rules.transforms.dtypes import kind
     original = site.rw.original_call
     if original is None or not isinstance(original.func, cst.Attribute):
         return site.node
+    func = site.rw.table.lookup("torch." + site.record.method_name)
+    cast = {"int", "bool"} if func is not None and func.promote else set()
+    cast |= set(func.compute_as) if func is not None else set()
     values = [original.func.value, *(a.value for a in original.args)]
-    if not any(kind(site.rw, v) in ("int", "bool") for v in values):
+    if not any(kind(site.rw, v) in cast for v in values):
         return site.node
     return _as_function(site, "torch." + site.record.method_name)
 

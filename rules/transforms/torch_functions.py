@@ -185,6 +185,10 @@ def max_min(site):
                          site.standard_args(skip=("keepdim",)))
     site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
                         f"not a namedtuple: `.values` / `.indices` must become [0] / [1]")
+    if site.result_dtype is not None:
+        site.flag("review", f"{site.qualname}(x, dim) of a bool tensor: its values are computed as int32 "
+                            f"(MindSpore has no bool kernel); cast them back with .astype(ms.bool_)")
+        site.result_dtype = None   # a tuple: not cast as a whole
     return site.call("mindspore.ops." + name, [
         cst.Arg(site.arg("input")), cst.Arg(dim),
         *([kwarg("keepdims", site.arg("keepdim"))] if site.has("keepdim") else [])])
