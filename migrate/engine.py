@@ -1350,6 +1350,8 @@ class Rewriter(cst.CSTTransformer):
     def _apply(self, rec: ApiRecord, q: str, updated: cst.Call, receiver, instance: ApiRecord | None = None):
         site = Site(self, rec, q, updated, receiver, instance)
         try:
+            from msmigrate.rules import OUT_TARGET, WRITE_OUT
+            out_target = transform_function(OUT_TARGET)(site) if "out" in site.bound else None
             if (rec.promote or rec.dtype_review or rec.compute_as) and receiver is None \
                     and self.original_call is not None:
                 from msmigrate.rules import PROMOTE
@@ -1368,6 +1370,8 @@ class Rewriter(cst.CSTTransformer):
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
             if site.result_dtype is not None and not _is_removed(out):
                 out = site.expr("{v}.astype({t})", v=atom(out), t=site.result_dtype)
+            if out_target is not None and not _is_removed(out):
+                out = transform_function(WRITE_OUT)(site, out_target, out)
             if rec.inplace and receiver is None and not _is_removed(out):
                 from msmigrate.rules import INPLACE
                 out = transform_function(INPLACE)(site, out)

@@ -30,6 +30,11 @@ PROMOTE = "dtypes.promote"
 # into the first argument where torch would (rules/transforms/functional.py).
 INPLACE = "functional.write_back"
 
+# torch's `out=` argument: OUT_TARGET takes it off a call that is a statement of its own (the
+# tensor to write), WRITE_OUT writes the converted call's value there (rules/transforms/functional.py).
+OUT_TARGET = "functional.out_target"
+WRITE_OUT = "functional.write_out"
+
 # Array libraries whose objects have methods and attributes of torch's names computing their own
 # values (SciPy's sparse `m.multiply(o)`, `m.T`, NumPy's `a.dot(b)`): on a value visibly made by
 # one of them, these are left as written (msmigrate.foreign).

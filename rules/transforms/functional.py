@@ -243,6 +243,32 @@ def write_back(site, value):
     return value
 
 
+def out_target(site):
+    """`torch.add(a, b, out=o)` as a statement: the tensor `o` the result is written into, taken
+    off the call's arguments (MindSpore has no out=); None where the call's value is used or `o`
+    is not a tensor expression (a tuple of outputs): then out= stays and is marked."""
+    arg = site.bound.get("out")
+    if arg is None or _is_none(arg.value) or "out" not in site.record.args or site.receiver is not None:
+        return None
+    if not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Subscript)) or not _whole_statement(site):
+        return None
+    del site.bound["out"]
+    return arg.value
+
+
+def write_out(site, target, value):
+    """The converted call's value as torch's out= tensor: a name is bound to it in the name's
+    dtype (`o = ops.add(a, b).astype(o.dtype)`: torch resizes `o` to the result and casts into
+    its dtype); an element or attribute is written (`x[0][...] = ...`, ops.assign)."""
+    from msmigrate.rules.transforms.tensor_methods import (_assign_back, _replace_statement, _target,
+                                                           _writes_through_data)
+    if isinstance(target, cst.Name):
+        cast = site.expr("{v}.astype({t}.dtype)", v=atom(value), t=target)
+        return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
+            targets=[cst.AssignTarget(target)], value=cast)]))
+    return _assign_back(site, _target(target), value, parameter=_writes_through_data(target))
+
+
 def _pair1(site, node, default: str) -> cst.BaseExpression:
     """A 1-D pooling size (int or 1-tuple) as the 2-D (first, size) MindSpore pools over (1, L)."""
     first = "0" if default == "0" else "1"

@@ -927,6 +927,31 @@ def as_method(site):
 
 # ---- functions MindSpore spells as an expression --------------------------------------------
 
+_OPPOSITE_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+@_calls("input")
+def hermitian_fft(site):
+    """torch.fft.ihfft(x) is conj(rfft(x)) and hfft(x) is irfft(conj(x)), each with the opposite
+    normalization: computed so, because MindSpore 2.10's hfft/ihfft kernels return other values on
+    every call after the first with the same input (measured on CPU)."""
+    name = site.qualname.rsplit(".", 1)[1]
+    norm = site.arg("norm")
+    try:
+        value = "backward" if _is_none(norm) else literal_value(norm)
+    except ValueError:
+        value = None
+    if value not in _OPPOSITE_NORM:
+        raise Unconvertible(f"norm={site.code(norm)} is not a literal: write ops.conj(ops.rfft(...)) "
+                            f"with the opposite norm", "review")
+    _set(site, "norm", cst.SimpleString(repr(_OPPOSITE_NORM[value])))
+    conj = site.ref("mindspore.ops.conj")
+    if name == "ihfft":
+        return cst.Call(func=conj, args=[cst.Arg(site.call("mindspore.ops.rfft"))])
+    _set(site, "input", cst.Call(func=conj, args=[cst.Arg(site.arg("input"))]))
+    return site.call("mindspore.ops.irfft")
+
+
 @_calls("input")
 def bitwise_not(site):
     """ops.invert is integer-only; torch's bitwise_not of a bool tensor is logical not."""
