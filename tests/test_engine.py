@@ -131,3 +131,14 @@ def test_zero_grad_outside_the_step_is_dropped():
            "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
     code = convert_source(src, "t.py").code
     assert "zero_grad" not in code and "train_step(" in code, code
+
+
+def test_out_argument_is_written_where_the_call_is_a_statement():
+    """MindSpore has no out=: a statement's value goes where torch would have written it (the
+    per-API suite's `out=o` forms run this against torch); a used value keeps the marker."""
+    code = ("import torch\na = torch.randn(2)\no = torch.zeros(2)\nbuf = [torch.zeros(2)]\n"
+            "torch.add(a, a, out=o)\ntorch.exp(a, out=buf[0])\ny = torch.mul(a, 2, out=o)\n")
+    result = convert_source(code, "t.py")
+    assert "o = ops.add(a, a).astype(o.dtype)" in result.code
+    assert "buf[0] = ops.exp(a)" in result.code
+    assert [d.code for d in result.diagnostics] == ["MSC105"] and "out=o" in result.diagnostics[0].message
