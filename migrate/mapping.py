@@ -268,6 +268,14 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
 
 
 @functools.lru_cache(maxsize=None)
+def verified_methods() -> frozenset[str]:
+    """torch.Tensor methods kept by name: the per-API suite saw MindSpore's method of that name
+    compute torch's result (rules/tensor_passthrough.toml `verified`)."""
+    data = tomllib.loads((RULES_DIR / "tensor_passthrough.toml").read_text())
+    return frozenset(data.get("verified", ()))
+
+
+@functools.lru_cache(maxsize=None)
 def transform_function(ref: str) -> Callable:
     """`"conv.padding2d"` -> msmigrate.rules.transforms.conv.padding2d."""
     module, _, name = ref.rpartition(".")

@@ -911,9 +911,11 @@ def as_method(site):
     x.abs_(), torch.index_add(x, ...) is x.index_add(...)): converted through the method's record,
     so an in-place form writes back as `x.abs_()` does (`x[...] = ...` as a statement; marked
     where the call's value is used)."""
+    from msmigrate.mapping import verified_methods
     name = site.record.torch.rsplit(".", 1)[1]
     rec = site.rw.table.lookup(f"torch.Tensor.{name}")
-    if rec is None or rec.status != "auto" or rec.transform == "tensor_methods.keep":
+    kept = rec is None and name in verified_methods()   # MindSpore's method of that name computes it
+    if not kept and (rec is None or rec.status != "auto" or rec.transform == "tensor_methods.keep"):
         raise Unconvertible(f"torch.Tensor.{name} has no verified conversion", "review")
     _no_out(site)
     first = site.bound["input"]
@@ -922,7 +924,7 @@ def as_method(site):
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     receiver = _paren(first.value, attribute=True)
     call = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=rest)
-    return site.rw._apply(rec, rec.torch, call, receiver)
+    return call if kept else site.rw._apply(rec, rec.torch, call, receiver)
 
 
 # ---- functions MindSpore spells as an expression --------------------------------------------
@@ -966,6 +968,27 @@ def bitwise_not(site):
         return site.expr("{f}({x})", f="@mindspore.ops.invert", x=x)
     return site.expr("{n}({x}) if {x}.dtype == {b} else {i}({x})", n="@mindspore.ops.logical_not",
                      i="@mindspore.ops.invert", x=x, b="@mindspore.bool_")
+
+
+def as_written(site):
+    """The record's target called with the torch call's arguments exactly as written (`*shapes`
+    stays a variadic call: torch.broadcast_shapes(a, b) -> np.broadcast_shapes(a, b))."""
+    return site.node.with_changes(func=site.ref(site.record.target)) if site.is_call else site.ref(site.record.target)
+
+
+@_calls("input")
+def same_tensor(site):
+    """torch.resolve_conj(x) / resolve_neg(x): MindSpore has no lazy conjugate or negative bit,
+    its tensors already hold their values: x itself."""
+    return site.arg("input")
+
+
+@_calls("input")
+def view_as_complex(site):
+    """torch.view_as_complex(x) of a (..., 2) float tensor: ops.Complex of its two last-axis
+    slices (a new tensor, not a view of x)."""
+    x = _paren(site.arg("input"), attribute=True)
+    return site.expr("{f}()({x}[..., 0], {x}[..., 1])", f="@mindspore.ops.Complex", x=x)
 
 
 @_calls("real", "imag")
