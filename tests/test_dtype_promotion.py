@@ -155,3 +155,16 @@ def test_kinds_without_a_kernel_are_computed_in_another_dtype(code, expected):
 ])
 def test_kinds_with_a_kernel_or_unknown_are_not_cast(code):
     assert ".astype(" not in body(code)
+
+
+@pytest.mark.parametrize("code", [
+    "k = torch.arange(4)\ny = torch.exp(torch.zeros_like(k))\n",      # *_like keeps the dtype
+    "k = torch.tensor([1, 2])\ny = torch.sin(torch.flatten(k))\n",
+    "b = torch.tensor([True])\ny = torch.exp(torch.clone(b))\n",
+])
+def test_functions_keeping_their_input_dtype_keep_its_kind(code):
+    assert CAST in body(code)
+
+
+def test_like_functions_with_a_dtype_follow_it():
+    assert CAST not in body("k = torch.arange(4)\ny = torch.exp(torch.zeros_like(k, dtype=torch.float32))\n")

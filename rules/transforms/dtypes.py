@@ -37,6 +37,10 @@ BOOL_RESULTS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf"
                 "torch.logical_not", "torch.logical_and", "torch.logical_or", "torch.logical_xor",
                 "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt", "torch.ge", "torch.signbit",
                 "torch.isclose"}
+# torch functions whose result has their first argument's dtype when no dtype= is given
+LIKE = {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.randint_like",
+        "torch.clone", "torch.flatten", "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.t",
+        "torch.transpose", "torch.permute", "torch.flip"}
 # creation functions: the kind of their data / fill value when no dtype= is given
 FROM_DATA = {"torch.tensor": "data", "torch.as_tensor": "data", "torch.full": "fill_value"}
 FLOAT_CREATION = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",
@@ -163,6 +167,9 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         return "bool"
     if q in FLOAT_CREATION:
         return "float"
+    if q in LIKE and call.args and (call.args[0].keyword is None or call.args[0].keyword.value == "input"):
+        inner = kind(rw, call.args[0].value, seen)
+        return inner if inner in _TENSOR_KINDS else None
     if q in ("torch.arange", "torch.range"):
         values = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("start", "end", "step")]
         kinds = {kind(rw, v, seen) for v in values}
