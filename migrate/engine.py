@@ -1352,7 +1352,7 @@ class Rewriter(cst.CSTTransformer):
         try:
             from msmigrate.rules import OUT_TARGET, WRITE_OUT
             out_target = transform_function(OUT_TARGET)(site) if "out" in site.bound else None
-            if (rec.promote or rec.dtype_review or rec.compute_as) and receiver is None \
+            if (rec.promote or rec.dtype_review or rec.compute_as or rec.empty_value) and receiver is None \
                     and self.original_call is not None:
                 from msmigrate.rules import PROMOTE
                 original = self.original_call

@@ -31,6 +31,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     compute_as = { bool = "int32" }         # MindSpore has no kernel for an argument visibly of
                                             # that kind (bool, int, float64): computed in the given
                                             # dtype, the result cast back to the first argument's
+    empty_value = "0"                       # a reduction's value over no elements: reducing all
+                                            # of a tensor that may be empty appends it (MindSpore
+                                            # skips its kernel on an empty tensor: garbage)
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
                                             # where the argument's dtype is not visible
     inplace = "inplace"                     # the torch argument asking for the result to be written
@@ -68,7 +71,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as",
+           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value",
            "dtype_review", "calls_object", "inplace", "base"}
 
 
@@ -102,6 +105,10 @@ class ApiRecord:
     compute_as: dict = field(default_factory=dict)   # visible kind of an argument ("bool", "int",
                               # "float64") -> the MindSpore dtype its kernel computes in; the
                               # result is cast back to the first argument's dtype
+    empty_value: str = ""     # a reduction's value over no elements (Python literal): reducing
+                              # every element of a tensor that may visibly be empty (x[mask])
+                              # appends it first; MindSpore 2.10 skips a reduce kernel on an empty
+                              # tensor and returns uninitialised memory
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
     inplace: str = ""         # torch argument naming an in-place write of the first argument, or
@@ -208,7 +215,7 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
             and not func.is_method and func.args[:1] == ("input",)
         qual = f"torch.Tensor.{name}"
         if name in verified:
-            if usable and name == base and (func.promote or func.compute_as):
+            if usable and name == base and (func.promote or func.compute_as or func.empty_value):
                 # kept by name, except on a visibly integer/bool tensor (`torch.arange(5).exp()`):
                 # then as the function, whose record casts it (MindSpore's kernel is float-only)
                 out[name] = ApiRecord(torch=qual, args=func.args[1:], positional=max(func.positional - 1, 0),

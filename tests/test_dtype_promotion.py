@@ -168,3 +168,23 @@ def test_functions_keeping_their_input_dtype_keep_its_kind(code):
 
 def test_like_functions_with_a_dtype_follow_it():
     assert CAST not in body("k = torch.arange(4)\ny = torch.exp(torch.zeros_like(k, dtype=torch.float32))\n")
+
+
+@pytest.mark.parametrize("code, expected", [
+    # reductions of a tensor that may be empty: the value over no elements is padded on (record
+    # field `empty_value`; MindSpore returns uninitialised memory for an empty reduction)
+    ("x = torch.randn(4)\ny = x[x > 9].sum()\n", "ops.sum(ops.pad(x[x > 9].reshape(-1), (0, 1), value=0))"),
+    ("x = torch.randn(4)\nm = x > 9\ny = torch.all(x[m])\n", "ops.all(ops.pad(x[m].reshape(-1), (0, 1), value=True))"),
+    ("y = torch.tensor([]).prod()\n", "value=1)"),
+])
+def test_reductions_of_maybe_empty_tensors_never_reduce_nothing(code, expected):
+    assert expected in body(code)
+
+
+@pytest.mark.parametrize("code", [
+    "x = torch.randn(4)\ny = x.sum()\n",                 # not a selection
+    "x = torch.randn(4)\ny = x[x > 9].sum(0)\n",         # one axis: MindSpore reduces it right
+    "x = torch.randn(4)\ny = x[0].sum()\n",                    # an integer index
+])
+def test_other_reductions_are_left_as_they_are(code):
+    assert "ops.pad" not in body(code)

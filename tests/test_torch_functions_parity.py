@@ -396,6 +396,10 @@ CASES: dict[str, list] = {
     "torch.lu_solve": [("torch.lu_solve(a.T, lu, piv)", {"tol": LINALG})],
     "torch.lu_unpack": [("torch.lu_unpack(lu, piv)", {"tol": LINALG})],
     "torch.view_as_real": ["torch.view_as_real(cz)"],
+    "torch.view_as_complex": ["torch.view_as_complex(torch.stack([a, b], -1))"],
+    "torch.resolve_conj": ["torch.resolve_conj(cz)"],
+    "torch.resolve_neg": ["torch.resolve_neg(a)"],
+    "torch.broadcast_shapes": ["torch.broadcast_shapes((2, 1), (3,))"],
     # statements: U, S, V are unique up to column signs; S and the reconstruction are compared
     "torch.svd": [("U, S, V = torch.svd(a)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG}),
                   ("U, S, V = torch.svd(spd, some=False)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG})],
@@ -510,7 +514,8 @@ var_mean view_as_real vstack where xlogy zeros zeros_like hsplit permute vsplit
 NOT_EXPRESSIONS = {"torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled",
                    "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 # removed statements (a debugging aid with no effect on results): nothing to compare
-NOT_EXPRESSIONS |= {"torch.autograd.set_detect_anomaly"}
+NOT_EXPRESSIONS |= {"torch.autograd.set_detect_anomaly", "torch.set_num_threads", "torch.set_num_interop_threads",
+                    "torch.set_printoptions"}   # threads and printing: nothing computed (the per-API suite runs them)
 # CUDA tensor types convert as the CPU ones (their cases above): a CPU torch cannot build them
 NOT_EXPRESSIONS |= {f"torch.cuda.{t}Tensor" for t in ("Float", "Double", "Half", "Long", "Int", "Bool", "Byte")}
 

@@ -402,6 +402,67 @@ def promote(site, original: dict) -> None:
             value=site.expr("{v}.astype({f32})", v=atom(arg.value), f32="@mindspore.float32"))
     if site.record.compute_as:
         _compute_as(site, original)
+    if site.record.empty_value:
+        _never_empty(site, original)
+
+
+def _never_empty(site, original: dict) -> None:
+    """A reduction of every element (no dim) of a tensor that may visibly be empty (`x[mask]`,
+    `torch.tensor([])`): MindSpore 2.10 skips a reduce kernel on an empty tensor and returns its
+    uninitialised output (sum -4e-34, any True); the reduction's value over no elements (record
+    field `empty_value`: 0 for sum, True for all) is padded onto the flattened tensor first, which
+    changes no result and leaves the kernel something to reduce."""
+    first = site.record.args[0]
+    arg, before = site.bound.get(first), original.get(first)
+    if arg is None or before is None or any(k in site.bound for k in ("dim", "keepdim")):
+        return
+    if not may_be_empty(site.rw, before.value):
+        return
+    site.bound[first] = arg.with_changes(value=site.expr(
+        "{pad}({x}.reshape(-1), (0, 1), value=" + site.record.empty_value + ")",
+        pad="@mindspore.ops.pad", x=atom(arg.value)))
+
+
+def may_be_empty(rw, expr, depth: int = 0) -> bool:
+    """`expr` (torch code) may visibly be an empty tensor: a boolean-mask selection (`x[x > 0]`,
+    masked_select), a literal empty tensor or a shape with a literal 0, their reshapes, or a name
+    last bound to one of these in straight-line code."""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
+            kind(rw, expr.slice[0].slice.value) == "bool"
+    if isinstance(expr, cst.Name):
+        value = _straight_line_value(rw, expr.value)
+        return value is not _UNKNOWN and value is not _NOT_FOUND and may_be_empty(rw, value, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and rw.scopes.resolve(func) is None:   # a method
+        return func.attr.value == "masked_select" or (
+            func.attr.value in SAME_DTYPE_METHODS and may_be_empty(rw, func.value, depth + 1))
+    q = rw.scopes.resolve(func) or ""
+    if q == "torch.masked_select":
+        return True
+    if q in FROM_DATA and expr.args and expr.args[0].keyword is None:
+        return _no_numbers(expr.args[0].value)
+    if q in FLOAT_CREATION or q in ("torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randint"):
+        return any(_literal_zero(a.value) for a in expr.args if a.keyword is None)
+    return False
+
+
+def _no_numbers(seq) -> bool:
+    """A (nested) list literal holding no numbers: `[]`, `[[], []]`."""
+    if not isinstance(seq, (cst.List, cst.Tuple)):
+        return False
+    return all(_no_numbers(e.value) for e in seq.elements)
+
+
+def _literal_zero(expr) -> bool:
+    """A size argument with a literal 0 in it (`0`, `(0, 4)`)."""
+    if isinstance(expr, cst.Integer):
+        return expr.value == "0"
+    return isinstance(expr, (cst.Tuple, cst.List)) and any(_literal_zero(e.value) for e in expr.elements)
 
 
 # the dtype a result computed through `compute_as` is cast back to, where the first argument

@@ -886,7 +886,8 @@ def keep(site):
 @torch_method
 def promoted(site):
     """A method the suite verified by name whose torch function is float-only in MindSpore
-    (record field `promote`, or `compute_as` for the kinds it names): on a visibly integer/bool
+    (record field `promote`, or `compute_as` for the kinds it names; `empty_value` on a tensor
+    that may be empty, reduced whole: `x[mask].sum()`): on a visibly integer/bool
     tensor (`torch.arange(5).exp()`, `k.sin()` after `k = torch.tensor([1, 2])`) it converts as
     that function, whose record casts the tensor (to float32 as torch promotes it); on any
     other receiver it stays as it is."""
@@ -894,11 +895,13 @@ def promoted(site):
     original = site.rw.original_call
     if original is None or not isinstance(original.func, cst.Attribute):
         return site.node
+    from msmigrate.rules.transforms.dtypes import may_be_empty
     func = site.rw.table.lookup("torch." + site.record.method_name)
     cast = {"int", "bool"} if func is not None and func.promote else set()
     cast |= set(func.compute_as) if func is not None else set()
     values = [original.func.value, *(a.value for a in original.args)]
-    if not any(kind(site.rw, v) in cast for v in values):
+    whole = func is not None and func.empty_value and not original.args and may_be_empty(site.rw, values[0])
+    if not whole and not any(kind(site.rw, v) in cast for v in values):
         return site.node
     return _as_function(site, "torch." + site.record.method_name)
 
