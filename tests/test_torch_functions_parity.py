@@ -400,6 +400,10 @@ CASES: dict[str, list] = {
     "torch.resolve_conj": ["torch.resolve_conj(cz)"],
     "torch.resolve_neg": ["torch.resolve_neg(a)"],
     "torch.broadcast_shapes": ["torch.broadcast_shapes((2, 1), (3,))"],
+    "torch.diagonal_scatter": ["torch.diagonal_scatter(sq, v)"],
+    "torch.select_scatter": ["torch.select_scatter(sq, v, 0, 1)"],
+    "torch.slice_scatter": ["torch.slice_scatter(sq, v[None], 0, 2, 3)"],
+    "torch.dsplit": ["torch.dsplit(b3, 2)", "torch.dsplit(b3, sections=2)", "torch.dsplit(b3, indices=[1, 3])"],
     # statements: U, S, V are unique up to column signs; S and the reconstruction are compared
     "torch.svd": [("U, S, V = torch.svd(a)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG}),
                   ("U, S, V = torch.svd(spd, some=False)\nout = (S, U @ torch.diag(S) @ V.T)", {"tol": LINALG})],
@@ -674,7 +678,8 @@ def _converted(expr: str) -> tuple[str, list]:
 
 # Overloads whose positional arguments have no single keyword name in torch.
 NO_KEYWORD_FORM = {"torch.max", "torch.min", "torch.std", "torch.var", "torch.std_mean", "torch.var_mean",
-                   "torch.randint", "torch.randint_like", "torch.hsplit", "torch.vsplit", "torch.tensor_split"}
+                   "torch.randint", "torch.randint_like", "torch.hsplit", "torch.vsplit", "torch.dsplit",
+                   "torch.tensor_split"}
 
 
 def _keyword_form(expr: str, name: str, rec) -> str | None:
@@ -844,6 +849,7 @@ def test_emitted_keywords_exist_in_mindspore():
 # (the keyword forms `sections=` / `indices=` are listed as well) and Python-level wrappers.
 NOT_IN_SCHEMA = {"torch.nonzero": {"as_tuple"}, "torch.tensor_split": {"indices_or_sections"},
                  "torch.hsplit": {"indices_or_sections"}, "torch.vsplit": {"indices_or_sections"},
+                 "torch.dsplit": {"indices_or_sections"},
                  "torch.unique": {"input", "sorted", "return_inverse", "return_counts", "dim"},
                  "torch.unique_consecutive": {"input", "return_inverse", "return_counts", "dim"},
                  "torch.concatenate": {"axis"}, "torch.linalg.vector_norm": {"x"}}
