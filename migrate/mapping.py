@@ -265,8 +265,10 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
                 aliases[alias] = by_name[name] if section == "alias" else replace(by_name[name], torch=alias)
                 parts = alias.split(".")
                 namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    # a method converts as its torch function also where that function is an alias
+    # (x.unsafe_chunk(2) -> torch.unsafe_chunk -> torch.chunk's record)
     passthrough = _passthrough(Path(rules_dir).parent / "tensor_passthrough.toml" if rules_dir
-                               else RULES_DIR / "tensor_passthrough.toml", by_name, by_method)
+                               else RULES_DIR / "tensor_passthrough.toml", {**aliases, **by_name}, by_method)
     by_base_target: dict[str, ApiRecord] = {}
     for rec in by_name.values():
         if rec.base and rec.target and not rec.target.startswith("."):
