@@ -676,6 +676,8 @@ class Rewriter(cst.CSTTransformer):
         self.pos_stack: list[tuple[int, int]] = []
         self.skip: set[int] = set(plan.generated)  # ids of nodes handled elsewhere
         self.replace: dict[int, cst.CSTNode] = {}
+        # original calls converted from a record with `fields` (a named-tuple result): id -> fields
+        self.result_fields: dict[int, tuple[str, ...]] = {}
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
         # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
@@ -1138,6 +1140,10 @@ class Rewriter(cst.CSTTransformer):
     def leave_Attribute(self, original, updated):
         if id(original) in self.replace:
             return self.replace.pop(id(original))
+        fields = self.result_fields.get(id(original.value), ())
+        if original.attr.value in fields:   # `torch.sort(x).values`: MindSpore's tuple by position
+            return cst.Subscript(value=updated.value, slice=[cst.SubscriptElement(
+                cst.Index(cst.Integer(str(fields.index(original.attr.value)))))])
         if id(original) in self.skip or id(original) in self.stores:
             return updated
         candidates = [r for r in self.table.by_method.get(original.attr.value, ()) if r.read]
@@ -1386,6 +1392,8 @@ class Rewriter(cst.CSTTransformer):
                 return updated.with_changes(func=self.imports.source_ref(q))
             return updated
         self._record_conversion(rec, q)
+        if rec.fields and self.original_call is not None:
+            self.result_fields[id(self.original_call)] = rec.fields
         if _is_removed(out) and self.frames:
             self.frames[-1].removed = True
         return _keep_parens(updated, out)

@@ -34,6 +34,8 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     empty_value = "0"                       # a reduction's value over no elements: reducing all
                                             # of a tensor that may be empty appends it (MindSpore
                                             # skips its kernel on an empty tensor: garbage)
+    fields = ["values", "indices"]          # torch's named-tuple result: `f(x).values` reads
+                                            # position 0 of MindSpore's plain tuple
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
                                             # where the argument's dtype is not visible
     inplace = "inplace"                     # the torch argument asking for the result to be written
@@ -71,7 +73,7 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value",
+           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value", "fields",
            "dtype_review", "calls_object", "inplace", "base"}
 
 
@@ -109,6 +111,8 @@ class ApiRecord:
                               # every element of a tensor that may visibly be empty (x[mask])
                               # appends it first; MindSpore 2.10 skips a reduce kernel on an empty
                               # tensor and returns uninitialised memory
+    fields: tuple[str, ...] = ()   # the field names of torch's named-tuple result, by position:
+                              # `torch.sort(x).values` -> `ops.sort(x)[0]` (a plain tuple in MindSpore)
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
     inplace: str = ""         # torch argument naming an in-place write of the first argument, or
@@ -157,7 +161,7 @@ def _load_file(path: Path) -> list[ApiRecord]:
         if merged.get("status", "auto") not in STATUSES:
             raise MappingError(f"{path.name}: {name}: bad status {merged['status']!r}")
         merged.pop("csv", None)
-        for key in ("args", "drop", "fixed", "promote"):
+        for key in ("args", "drop", "fixed", "promote", "fields"):
             if key in merged:
                 merged[key] = tuple(merged[key])
         records.append(ApiRecord(torch=name, source=path.name, **merged))

@@ -550,13 +550,14 @@ EXTRA = [
     ("atan2:neg", "x=f(3,4), y=f(3,4)", "return x.atan2(-y)"),
     ("chunk:last", "x=f(3,4)", "return x.chunk(2, -1)"),
     ("max:noarg_item", "x=f(3,4)", "return x.abs().max().item()"),
+    # named-tuple fields read off the call: by position (record field `fields`)
+    ("max:values", "x=f(3,4)", "return x.max(dim=1).values"),
+    ("sort:values", "x=f(3,4)", "return x.sort(1).indices"),
+    ("topk:values", "x=f(3,6)", "return x.topk(3).values"),
 ]
 
 # Conversions that cannot be faithful: each must be left for a human with this diagnostic code.
 FLAGGED = [
-    ("max:values", "x=f(3,4)", "return x.max(dim=1).values", "MSC102"),
-    ("sort:values", "x=f(3,4)", "r = x.sort(1)\nreturn x.sort(1).indices", "MSC102"),
-    ("topk:values", "x=f(3,6)", "return x.topk(3).values", "MSC102"),
     ("max:other", "x=f(3,4), y=f(3,4)", "return x.max(y)", "MSC101"),
     ("min:other", "x=f(3,4), y=f(3,4)", "return x.min(y)", "MSC101"),
     ("max:other_expr", "x=f(3,4), y=f(3,4)", "return x.max(y * 1)", "MSC101"),

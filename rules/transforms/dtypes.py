@@ -29,7 +29,8 @@ INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char
                "bool": "bool", "float": "float", "double": "float64", "half": "float"}
 # Tensor methods whose result has the receiver's dtype (x.reshape(2, 3) of an int tensor: int)
 SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute", "squeeze", "unsqueeze",
-                      "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda"}
+                      "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda", "abs",
+                      "absolute", "neg", "negative", "roll", "tril", "triu", "tile", "fliplr", "flipud"}
 # torch functions whose result is an integer tensor whatever their arguments' dtype
 INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
                "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero"}
@@ -40,7 +41,8 @@ BOOL_RESULTS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf"
 # torch functions whose result has their first argument's dtype when no dtype= is given
 LIKE = {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.randint_like",
         "torch.clone", "torch.flatten", "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.t",
-        "torch.transpose", "torch.permute", "torch.flip"}
+        "torch.transpose", "torch.permute", "torch.flip", "torch.abs", "torch.neg", "torch.roll", "torch.tril",
+        "torch.triu", "torch.tile"}
 # creation functions: the kind of their data / fill value when no dtype= is given
 FROM_DATA = {"torch.tensor": "data", "torch.as_tensor": "data", "torch.full": "fill_value"}
 FLOAT_CREATION = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn",

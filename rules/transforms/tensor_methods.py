@@ -291,7 +291,7 @@ def round_(site):
 
 def _flag_result_fields(site) -> None:
     used = _result_fields_used(site)
-    if used:
+    if used and not site.record.fields:   # with `fields` the engine reads them by position
         raise Unconvertible(f".{used[0]} of the result: MindSpore returns a plain tuple "
                             f"(values, indices); use [0] / [1]")
 

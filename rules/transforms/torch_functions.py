@@ -183,8 +183,9 @@ def max_min(site):
     if dim is None:
         return site.call("mindspore.ops." + ("amax" if name == "max" else "amin"),
                          site.standard_args(skip=("keepdim",)))
-    site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
-                        f"not a namedtuple: `.values` / `.indices` must become [0] / [1]")
+    if not _read_by_position(site):
+        site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
+                            f"not a namedtuple: `.values` / `.indices` must become [0] / [1]")
     if site.result_dtype is not None:
         site.flag("review", f"{site.qualname}(x, dim) of a bool tensor: its values are computed as int32 "
                             f"(MindSpore has no bool kernel); cast them back with .astype(ms.bool_)")
@@ -202,9 +203,25 @@ def median(site):
     if site.arg("dim") is None:
         flat = site.expr("{r}({x}, (-1,))", r="@mindspore.ops.reshape", x=site.arg("input"))
         return site.expr("{m}({f})[0]", m="@mindspore.ops.median", f=flat)
-    site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
-                        f"not a namedtuple")
+    if not _read_by_position(site):
+        site.flag("review", f"{site.qualname}(x, dim): MindSpore returns a plain (values, indices) tuple, "
+                            f"not a namedtuple")
     return site.call(site.record.target)
+
+
+def _read_by_position(site) -> bool:
+    """The call's named-tuple result is only read where it is converted: unpacked (`v, i = ...`),
+    indexed, or a field read off the call itself (`.values` -> [0], record field `fields`). A
+    result bound to a name may have its fields read later: that stays marked."""
+    import libcst.matchers as m
+    stmt, here = site.statement, site.rw.pos_stack[-1]
+    if stmt is None:
+        return False
+    for node in m.findall(stmt, m.Subscript(value=m.Call()) | m.Attribute(value=m.Call())):
+        if site.rw._pos(node.value) == here:
+            return isinstance(node, cst.Subscript) or node.attr.value in site.record.fields
+    unpacked = m.Assign(targets=[m.AssignTarget(target=m.Tuple() | m.List())], value=m.Call())
+    return any(site.rw._pos(node.value) == here for node in m.findall(stmt, unpacked))
 
 
 @_calls("input")
@@ -1095,16 +1112,11 @@ def _lower(site) -> cst.BaseExpression:
 
 
 def _flag_fields(site, fields: tuple[str, ...]) -> None:
-    """torch returns a named tuple; the converted call a plain tuple: `.LU` read off it is marked."""
-    import libcst.matchers as m
-    stmt = site.statement
-    if stmt is None:
-        return
-    here = site.rw.pos_stack[-1]
-    for node in m.findall(stmt, m.Attribute(value=m.Call(), attr=m.OneOf(*[m.Name(f) for f in fields]))):
-        if site.rw._pos(node.value) == here:
-            site.flag("review", f"{site.qualname}: .{node.attr.value} read off the result: MindSpore returns "
-                                f"a plain tuple ({', '.join(fields)}): index it")
+    """torch returns a named tuple, the converted call a plain tuple in the same order: a field
+    read off the call (`torch.linalg.lu_factor(A).LU`) is read by position (as for a record's
+    `fields`)."""
+    if site.rw.original_call is not None:
+        site.rw.result_fields[id(site.rw.original_call)] = tuple(fields)
 
 
 @_calls("input")
