@@ -30,10 +30,10 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # a visibly integer/bool argument gets a cast
     compute_as = { bool = "int32" }         # MindSpore has no kernel for an argument visibly of
                                             # that kind (bool, int, float64): computed in the given
-                                            # dtype, the result cast back to the first argument's
+                                            # dtype, the result cast back to the argument's dtype
     empty_value = "0"                       # a reduction's value over no elements: reducing all
-                                            # of a tensor that may be empty appends it (MindSpore
-                                            # skips its kernel on an empty tensor: garbage)
+                                            # of a tensor that may be empty pads it on first
+                                            # (MindSpore skips its kernel on an empty tensor)
     fields = ["values", "indices"]          # torch's named-tuple result: `f(x).values` reads
                                             # position 0 of MindSpore's plain tuple
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
@@ -109,7 +109,7 @@ class ApiRecord:
                               # result is cast back to the first argument's dtype
     empty_value: str = ""     # a reduction's value over no elements (Python literal): reducing
                               # every element of a tensor that may visibly be empty (x[mask])
-                              # appends it first; MindSpore 2.10 skips a reduce kernel on an empty
+                              # pads it on first; MindSpore 2.10 skips a reduce kernel on an empty
                               # tensor and returns uninitialised memory
     fields: tuple[str, ...] = ()   # the field names of torch's named-tuple result, by position:
                               # `torch.sort(x).values` -> `ops.sort(x)[0]` (a plain tuple in MindSpore)

@@ -13,7 +13,11 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
     rebinding them), or every binding of which in their scope, is one of these.
 
 Anything else (function parameters, names bound in several ways, loop variables) is unknown
-and left as it is. Which arguments are float-only is data: the `promote` field of a record.
+and left as it is. Which arguments are float-only is data: the `promote` field of a record;
+`compute_as` names the kinds (bool, int, float64) a MindSpore kernel lacks and the dtype to
+compute them in (the result cast back). The same visibility decides whether a tensor may be
+empty (`x[mask]`, `torch.tensor([])`): a whole reduction of one pads the record's
+`empty_value` on first (MindSpore skips a reduce kernel on an empty tensor).
 """
 from __future__ import annotations
 
