@@ -1375,7 +1375,7 @@ class Rewriter(cst.CSTTransformer):
             else:
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
             if site.result_dtype is not None and not _is_removed(out):
-                out = site.expr("{v}.astype({t})", v=atom(out), t=site.result_dtype)
+                out = site.expr("{v}.astype({t})", v=atom(out, attribute=True), t=site.result_dtype)
             if out_target is not None and not _is_removed(out):
                 out = transform_function(WRITE_OUT)(site, out_target, out)
             if rec.inplace and receiver is None and not _is_removed(out):
@@ -1564,12 +1564,18 @@ def _describe(exc: Exception) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", f"{type(exc).__name__}: {exc}")
 
 
-def atom(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`expr` usable as the receiver of a method call: parenthesized unless it is a name, an
-    attribute, a call or a subscript (`(a + b).astype(...)`)."""
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
-        return expr
-    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+          cst.SimpleString, cst.Tuple, cst.List)
+
+
+def atom(node: cst.BaseExpression, attribute: bool = False) -> cst.BaseExpression:
+    """`node` safe to use as an operand (`a + b` -> `(a + b)`), or with `attribute` as the
+    receiver of `.attr` (`(2).x`, `(a + b).astype(...)`): parenthesised unless it binds tighter
+    than any operator."""
+    numbers = (cst.Integer, cst.Float) if attribute else ()
+    if (isinstance(node, _ATOMS) and not isinstance(node, numbers)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _keep_parens(old: cst.BaseExpression, new):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, literal_value
+from msmigrate.engine import Unconvertible, atom, literal_value
 from msmigrate.rules import generated as generated_package
 
 
@@ -102,11 +102,6 @@ def same_value(site):
         args = [a.value for a in site.node.args if a.keyword is None]
         return args[0] if args else cst.SimpleString("'cpu'")
     return site.node
-
-
-def atom(node):
-    from msmigrate.rules.transforms.functional import atom as parenthesised
-    return parenthesised(node)
 
 
 def tensor_equal(site):

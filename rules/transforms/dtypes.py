@@ -405,7 +405,7 @@ def promote(site, original: dict) -> None:
             continue
         site.uncast.setdefault(name, arg.value)
         site.bound[name] = arg.with_changes(
-            value=site.expr("{v}.astype({f32})", v=atom(arg.value), f32="@mindspore.float32"))
+            value=site.expr("{v}.astype({f32})", v=atom(arg.value, attribute=True), f32="@mindspore.float32"))
     if site.record.compute_as:
         _compute_as(site, original)
     if site.record.empty_value:
@@ -426,7 +426,7 @@ def _never_empty(site, original: dict) -> None:
         return
     site.bound[first] = arg.with_changes(value=site.expr(
         "{pad}({x}.reshape(-1), (0, 1), value=" + site.record.empty_value + ")",
-        pad="@mindspore.ops.pad", x=atom(arg.value)))
+        pad="@mindspore.ops.pad", x=atom(arg.value, attribute=True)))
 
 
 def may_be_empty(rw, expr, depth: int = 0) -> bool:
@@ -452,7 +452,7 @@ def may_be_empty(rw, expr, depth: int = 0) -> bool:
         return True
     if q in FROM_DATA and expr.args and expr.args[0].keyword is None:
         return _no_numbers(expr.args[0].value)
-    if q in FLOAT_CREATION or q in ("torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randint"):
+    if q in FLOAT_CREATION or q in ("torch.full", "torch.randint"):
         return any(_literal_zero(a.value) for a in expr.args if a.keyword is None)
     return False
 
@@ -492,4 +492,4 @@ def _compute_as(site, original: dict) -> None:
                 else site.ref(_KIND_DTYPES[found])
         site.uncast.setdefault(name, arg.value)
         site.bound[name] = arg.with_changes(
-            value=site.expr("{v}.astype({t})", v=atom(arg.value), t="@mindspore." + target))
+            value=site.expr("{v}.astype({t})", v=atom(arg.value, attribute=True), t="@mindspore." + target))

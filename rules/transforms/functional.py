@@ -3,15 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, kwarg, literal_value
-
-
-def atom(node):
-    """`node` parenthesised unless it binds tighter than any operator (names, calls, ...)."""
-    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-                         cst.SimpleString, cst.Tuple, cst.List)) or node.lpar:
-        return node
-    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+from msmigrate.engine import Unconvertible, atom, kwarg, literal_value
 
 
 def _is_none(node) -> bool:
@@ -263,7 +255,7 @@ def write_out(site, target, value):
     from msmigrate.rules.transforms.tensor_methods import (_assign_back, _replace_statement, _target,
                                                            _writes_through_data)
     if isinstance(target, cst.Name):
-        cast = site.expr("{v}.astype({t}.dtype)", v=atom(value), t=target)
+        cast = site.expr("{v}.astype({t}.dtype)", v=atom(value, attribute=True), t=target)
         return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
             targets=[cst.AssignTarget(target)], value=cast)]))
     return _assign_back(site, _target(target), value, parameter=_writes_through_data(target))

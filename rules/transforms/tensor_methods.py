@@ -328,9 +328,7 @@ def max_min(site):
     if other is not None:
         fn = "@mindspore.ops.maximum" if method == "max" else "@mindspore.ops.minimum"
         return site.expr("{f}({r}, {o})", f=fn, r=site.receiver, o=other)
-    if site.has("dim"):
-        _flag_result_fields(site)
-    return site.node.with_changes(args=site.standard_args())
+    return site.node.with_changes(args=site.standard_args())   # `.values` off it: by position (fields)
 
 
 def _check_dim_name(site, value) -> None:
@@ -913,9 +911,7 @@ def as_function(site):
     torch.sort(x, 1)'s conversion."""
     if site.record.method_name == "sort" and _is_statement(site) and not site.node.args:
         return site.node   # `names.sort()`: a list sorted in place (a tensor's sort returns its result)
-    if site.record.method_name in ("sort", "topk", "cummin"):
-        _flag_result_fields(site)
-    return _as_function(site, "torch." + site.record.method_name)
+    return _as_function(site, "torch." + site.record.method_name)   # fields read by position
 
 
 @torch_method

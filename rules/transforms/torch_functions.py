@@ -6,20 +6,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, kwarg, literal_value
+from msmigrate.engine import Unconvertible, atom, kwarg, literal_value
 from msmigrate.names import dotted
 from msmigrate.rules.transforms.common import with_file_names
-
-_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
-          cst.SimpleString, cst.Tuple, cst.List)
-
-
-def _paren(node: cst.BaseExpression, attribute: bool = False) -> cst.BaseExpression:
-    """`node` safe to use as an operand (`a + b` -> `(a + b)`), or before `.attr` (`(2).x`)."""
-    numbers = (cst.Integer, cst.Float) if attribute else ()
-    if (isinstance(node, _ATOMS) and not isinstance(node, numbers)) or node.lpar:
-        return node
-    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _is_none(node) -> bool:
@@ -49,7 +38,7 @@ def _is_literal(expr) -> bool:
 
 
 def _astype(site, expr: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.BaseExpression:
-    return site.expr("{e}.astype({t})", e=_paren(expr, attribute=True), t=dtype)
+    return site.expr("{e}.astype({t})", e=atom(expr, attribute=True), t=dtype)
 
 
 def _calls(*required: str, splats: bool = False):
@@ -84,7 +73,7 @@ def scaled_other(site):
     alpha = site.arg("alpha")
     if alpha is not None:
         del site.bound["alpha"]
-        _set(site, "other", site.expr("{y} * {a}", y=_paren(site.arg("other")), a=_paren(alpha)))
+        _set(site, "other", site.expr("{y} * {a}", y=atom(site.arg("other")), a=atom(alpha)))
     return site.call(site.record.target)
 
 
@@ -375,7 +364,7 @@ def inclusive_range(site):
     dtype = site.arg("dtype")
     dtype = site.ref("mindspore.float32") if _is_none(dtype) else dtype
     return _trainable(site, site.expr("{f}({s}, {e} + {st}, {st}, dtype={t})", f="@mindspore.ops.arange",
-                                      s=start, e=_paren(end), st=_paren(step), t=dtype))
+                                      s=start, e=atom(end), st=atom(step), t=dtype))
 
 
 # ---- random ----------------------------------------------------------------------------
@@ -428,7 +417,7 @@ def normal(site):
             shape_of = std
         except ValueError:
             shape_of = mean
-        size = site.expr("{t}.shape", t=_paren(shape_of, attribute=True))
+        size = site.expr("{t}.shape", t=atom(shape_of, attribute=True))
     args = [cst.Arg(size), cst.Arg(mean), cst.Arg(std)]
     call = site.call(site.record.target, args)
     dtype = site.arg("dtype")
@@ -527,7 +516,7 @@ def _is_plain_reference(node) -> bool:
 @_calls("input")
 def clone(site):
     """torch.clone(x) -> x.copy() (a new tensor with the same data)."""
-    return site.expr("{x}.copy()", x=_paren(site.arg("input"), attribute=True))
+    return site.expr("{x}.copy()", x=atom(site.arg("input"), attribute=True))
 
 
 @_calls()
@@ -613,7 +602,7 @@ def einsum(site):
                             "ops composition by hand")
     if "->" not in equation:
         out = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
-    nodes = {f"op{i}": _paren(node) for i, node in enumerate(operands)}
+    nodes = {f"op{i}": atom(node) for i, node in enumerate(operands)}
     refs = {"permute": "@mindspore.ops.permute", "matmul": "@mindspore.ops.matmul",
             "swap": "@mindspore.ops.swapaxes", "sum": "@mindspore.ops.sum"}
     if len(terms) == 2:
@@ -667,9 +656,9 @@ def round_decimals(site):
             return call
     except ValueError:
         pass
-    scale = site.expr("10.0 ** {d}", d=_paren(decimals))
-    x = _paren(site.arg("input"))
-    return site.expr("{r}({x} * {s}) / {s}", r="@mindspore.ops.round", x=x, s=_paren(scale))
+    scale = site.expr("10.0 ** {d}", d=atom(decimals))
+    x = atom(site.arg("input"))
+    return site.expr("{r}({x} * {s}) / {s}", r="@mindspore.ops.round", x=x, s=atom(scale))
 
 
 @_calls()
@@ -894,7 +883,7 @@ def ndtr(site):
     """torch.special.ndtr(x), the standard normal CDF: (1 + erf(x / sqrt(2))) / 2."""
     _out_dropped(site)
     return site.expr("(1 + {erf}({x} * 0.7071067811865476)) / 2", erf="@mindspore.ops.erf",
-                     x=_paren(site.arg("input")))
+                     x=atom(site.arg("input")))
 
 
 @_calls("input")
@@ -902,7 +891,7 @@ def ndtri(site):
     """torch.special.ndtri(p), the inverse of the standard normal CDF: sqrt(2) * erfinv(2p - 1)."""
     _out_dropped(site)
     return site.expr("1.4142135623730951 * {erfinv}(2 * {p} - 1)", erfinv="@mindspore.ops.erfinv",
-                     p=_paren(site.arg("input")))
+                     p=atom(site.arg("input")))
 
 
 @_calls("x")
@@ -928,10 +917,9 @@ def as_method(site):
     x.abs_(), torch.index_add(x, ...) is x.index_add(...)): converted through the method's record,
     so an in-place form writes back as `x.abs_()` does (`x[...] = ...` as a statement; marked
     where the call's value is used)."""
-    from msmigrate.mapping import verified_methods
     name = site.record.torch.rsplit(".", 1)[1]
     rec = site.rw.table.lookup(f"torch.Tensor.{name}")
-    kept = rec is None and name in verified_methods()   # MindSpore's method of that name computes it
+    kept = rec is None and name in site.rw.table.verified_methods   # MindSpore's method of that name computes it
     if not kept and (rec is None or rec.status != "auto" or rec.transform == "tensor_methods.keep"):
         raise Unconvertible(f"torch.Tensor.{name} has no verified conversion", "review")
     _no_out(site)
@@ -939,7 +927,7 @@ def as_method(site):
     rest = [a for a in site.node.args if a is not first and not (a.keyword and a.keyword.value == "out")]
     if rest:
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    receiver = _paren(first.value, attribute=True)
+    receiver = atom(first.value, attribute=True)
     call = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=rest)
     return call if kept else site.rw._apply(rec, rec.torch, call, receiver)
 
@@ -1004,7 +992,7 @@ def same_tensor(site):
 def view_as_complex(site):
     """torch.view_as_complex(x) of a (..., 2) float tensor: ops.Complex of its two last-axis
     slices (a new tensor, not a view of x)."""
-    x = _paren(site.arg("input"), attribute=True)
+    x = atom(site.arg("input"), attribute=True)
     return site.expr("{f}()({x}[..., 0], {x}[..., 1])", f="@mindspore.ops.Complex", x=x)
 
 
@@ -1018,7 +1006,7 @@ def complex_(site):
 def take(site):
     """torch.take indexes the flattened input (negative indices count from the end)."""
     _no_out(site)
-    return site.expr("{x}.reshape(-1)[{i}]", x=_paren(site.arg("input"), attribute=True), i=site.arg("index"))
+    return site.expr("{x}.reshape(-1)[{i}]", x=atom(site.arg("input"), attribute=True), i=site.arg("index"))
 
 
 @_calls("input", "indices")
@@ -1026,7 +1014,7 @@ def take_along_dim(site):
     _no_out(site)
     x, idx = site.arg("input"), site.arg("indices")
     if _is_none(site.arg("dim")):
-        return site.expr("{x}.reshape(-1)[{i}.reshape(-1)]", x=_paren(x, True), i=_paren(idx, True))
+        return site.expr("{x}.reshape(-1)[{i}.reshape(-1)]", x=atom(x, True), i=atom(idx, True))
     return site.expr("{f}({x}, {d}, {i})", f="@mindspore.ops.gather_elements", x=x, d=site.arg("dim"), i=idx)
 
 
@@ -1041,7 +1029,7 @@ def select(site):
         raise Unconvertible("select() with a dim that is not an int", "review")
     lead = ":, " * dim if dim >= 0 else "..., "
     tail = "" if dim >= 0 else ", :" * (-dim - 1)
-    return site.expr("{x}[" + lead + "{i}" + tail + "]", x=_paren(site.arg("input"), True), i=site.arg("index"))
+    return site.expr("{x}[" + lead + "{i}" + tail + "]", x=atom(site.arg("input"), True), i=site.arg("index"))
 
 
 @_calls("input", "other")
@@ -1049,7 +1037,7 @@ def rsub(site):
     """torch.rsub(x, y, alpha=a) is y - a * x."""
     x = site.arg("input")
     if site.has("alpha"):
-        x = site.expr("{x} * {a}", x=_paren(x), a=_paren(site.arg("alpha")))
+        x = site.expr("{x} * {a}", x=atom(x), a=atom(site.arg("alpha")))
     return site.expr("{f}({y}, {x})", f="@mindspore.ops.sub", y=site.arg("other"), x=x)
 
 
@@ -1086,7 +1074,7 @@ def float64_kept(site):
         site.flag("review", f"{site.qualname}: MindSpore's result is float32 for a float64 input "
                             f"(torch: float64): cast it with .astype(ms.float64) there")
         return call
-    return site.expr("{c}.astype({f}) if {x}.dtype == {f} else {c}", c=_paren(call, True), x=x,
+    return site.expr("{c}.astype({f}) if {x}.dtype == {f} else {c}", c=atom(call, True), x=x,
                      f="@mindspore.float64")
 
 
@@ -1094,7 +1082,7 @@ def float64_kept(site):
 def channel_shuffle(site):
     """ops.channel_shuffle takes 4-D and more; torch 3-D and more: a trailing axis is added."""
     return site.expr("{f}({x}.expand_dims(-1), {g}).squeeze(-1)", f="@mindspore.ops.channel_shuffle",
-                     x=_paren(site.arg("input"), True), g=site.arg("groups"))
+                     x=atom(site.arg("input"), True), g=site.arg("groups"))
 
 
 # ---- torch.linalg through mindspore.scipy.linalg (CPU kernels in 2.10) -------------------------
@@ -1111,7 +1099,7 @@ def _lower(site) -> cst.BaseExpression:
     return cst.Name("True" if value == "L" else "False")
 
 
-def _flag_fields(site, fields: tuple[str, ...]) -> None:
+def _fields_by_position(site, fields: tuple[str, ...]) -> None:
     """torch returns a named tuple, the converted call a plain tuple in the same order: a field
     read off the call (`torch.linalg.lu_factor(A).LU`) is read by position (as for a record's
     `fields`)."""
@@ -1122,7 +1110,7 @@ def _flag_fields(site, fields: tuple[str, ...]) -> None:
 @_calls("input")
 def eigh(site):
     _no_out(site)
-    _flag_fields(site, ("eigenvalues", "eigenvectors"))
+    _fields_by_position(site, ("eigenvalues", "eigenvectors"))
     return site.expr("{f}({a}, lower={l})", f="@mindspore.scipy.linalg.eigh", a=site.arg("input"), l=_lower(site))
 
 
@@ -1140,7 +1128,7 @@ def lu_solve(site):
         if site.has(name) and site.code(site.arg(name)) != ("True" if name == "left" else "False"):
             raise Unconvertible(f"lu_solve({name}=...) is not converted", "review")
     return site.expr("{f}(({lu}, {p} - 1), {b})", f="@mindspore.scipy.linalg.lu_solve", lu=site.arg("LU"),
-                     p=_paren(site.arg("pivots")), b=site.arg("B"))
+                     p=atom(site.arg("pivots")), b=site.arg("B"))
 
 
 @_calls("input", "B", "upper")
@@ -1163,7 +1151,7 @@ def solve_triangular(site):
 def lu_factor(site):
     """scipy's pivots are 0-based, torch's (LAPACK's) 1-based; both int32."""
     _no_out(site)
-    _flag_fields(site, ("LU", "pivots"))
+    _fields_by_position(site, ("LU", "pivots"))
     if site.has("pivot") and site.code(site.arg("pivot")) != "True":
         raise Unconvertible("lu_factor(pivot=False) is not converted", "review")
     return site.expr("(lambda LU, pivots: (LU, pivots + 1))(*{f}({a}))", f="@mindspore.scipy.linalg.lu_factor",
@@ -1174,7 +1162,7 @@ def lu_factor(site):
 def lu(site):
     """(P, L, U) with A = P L U in both; scipy's P is int32, torch's has A's dtype."""
     _no_out(site)
-    _flag_fields(site, ("P", "L", "U"))
+    _fields_by_position(site, ("P", "L", "U"))
     if site.has("pivot") and site.code(site.arg("pivot")) != "True":
         raise Unconvertible("lu(pivot=False) is not converted", "review")
     return site.expr("(lambda P, L, U: (P.astype(L.dtype), L, U))(*{f}({a}))", f="@mindspore.scipy.linalg.lu",
@@ -1189,7 +1177,7 @@ def with_info(site):
     first = site.record.args[0]
     if first not in site.bound:
         raise Unconvertible(f"missing {first}", "review")
-    _flag_fields(site, {"torch.linalg.inv_ex": ("inverse", "info"), "torch.linalg.cholesky_ex": ("L", "info"),
+    _fields_by_position(site, {"torch.linalg.inv_ex": ("inverse", "info"), "torch.linalg.cholesky_ex": ("L", "info"),
                         "torch.linalg.solve_ex": ("result", "info")}.get(site.record.torch, ("info",)))
     base = site.record.torch.removesuffix("_ex")   # the plain function's record converts the call
     rec = site.rw.table.lookup(base)
@@ -1206,7 +1194,7 @@ def kthvalue(site):
     """The k-th smallest along dim (default -1) and its index: ops.sort, then the (k-1)-th slice
     (int64 indices as torch's)."""
     _no_out(site)
-    _flag_fields(site, ("values", "indices"))
+    _fields_by_position(site, ("values", "indices"))
     dim = site.arg("dim", cst.parse_expression("-1"))
     keep = site.arg("keepdim")
     squeeze = not (keep is not None and site.code(keep) == "True")
@@ -1215,7 +1203,7 @@ def kthvalue(site):
     tail = ".squeeze({d})" if squeeze else ""
     return site.expr("(lambda v, i: ({n}(v, {d}, {k} - 1, 1)" + tail + ", {n}(i, {d}, {k} - 1, 1)" + tail
                      + ".astype({i64})))(*{s}({x}, axis={d}))", n="@mindspore.ops.narrow", d=dim,
-                     k=_paren(site.arg("k")), i64="@mindspore.int64", s="@mindspore.ops.sort", x=site.arg("input"))
+                     k=atom(site.arg("k")), i64="@mindspore.int64", s="@mindspore.ops.sort", x=site.arg("input"))
 
 
 @_calls("input")
