@@ -219,7 +219,8 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
         base = name[:-1] if name.endswith("_") else name
         func = by_name.get(f"torch.{base}")
         usable = func is not None and func.status == "auto" and (func.target or func.transform) \
-            and not func.is_method and func.args[:1] == ("input",)
+            and not func.is_method and func.args[:1] == ("input",) \
+            and func.transform != "torch_functions.as_method"   # that one converts as this method
         qual = f"torch.Tensor.{name}"
         if name in verified:
             if usable and name == base and (func.promote or func.compute_as or func.empty_value):

@@ -176,6 +176,9 @@ def test_like_functions_with_a_dtype_follow_it():
     ("x = torch.randn(4)\ny = x[x > 9].sum()\n", "ops.sum(ops.pad(x[x > 9].reshape(-1), (0, 1), value=0))"),
     ("x = torch.randn(4)\nm = x > 9\ny = torch.all(x[m])\n", "ops.all(ops.pad(x[m].reshape(-1), (0, 1), value=True))"),
     ("y = torch.tensor([]).prod()\n", "value=1)"),
+    ("y = torch.full((0,), 2.0).sum()\n", "value=0)"),          # the size, not the fill value
+    ("y = torch.linspace(0, 1, 0).sum()\n", "value=0)"),        # steps
+    ("y = torch.randint(5, size=(0, 2)).sum()\n", "value=0)"),
 ])
 def test_reductions_of_maybe_empty_tensors_never_reduce_nothing(code, expected):
     assert expected in body(code)
@@ -185,6 +188,9 @@ def test_reductions_of_maybe_empty_tensors_never_reduce_nothing(code, expected):
     "x = torch.randn(4)\ny = x.sum()\n",                 # not a selection
     "x = torch.randn(4)\ny = x[x > 9].sum(0)\n",         # one axis: MindSpore reduces it right
     "x = torch.randn(4)\ny = x[0].sum()\n",                    # an integer index
+    "y = torch.linspace(0, 1, 5).sum()\n",              # a 0 that is not a size
+    "y = torch.randint(0, 5, (3,)).sum()\n",
+    "y = torch.full((3,), 0.0).sum()\n",
 ])
 def test_other_reductions_are_left_as_they_are(code):
     assert "ops.pad" not in body(code)

@@ -422,7 +422,23 @@ CASES: dict[str, list] = {
     "torch.lgamma": ["torch.lgamma(pos)"],
     "torch.det": [("torch.det(sq)", {"tol": LINALG})],
     "torch.linalg.slogdet": [("torch.linalg.slogdet(sq)", {"tol": LINALG})],
-    "torch.linalg.solve": [("torch.linalg.solve(spd, a.T)", {"tol": LINALG})],
+    "torch.linalg.solve": [("torch.linalg.solve(spd, a.T)", {"tol": LINALG}), ("torch.linalg.solve(spd, v)", {"tol": LINALG}),
+                           ("torch.linalg.solve(spd, a, left=False)", {"tol": LINALG})],
+    # torch's older linear-algebra names; index functions (rules/generated/functions.py)
+    "torch.qr": [("q, r = torch.qr(m45.T)\nout = (r.abs(), q @ r)", {"tol": LINALG}),
+                 ("torch.qr(sq, some=False).R.abs()", {"tol": LINALG})],
+    "torch.lu": [("torch.lu(spd)", {"tol": LINALG}), ("torch.lu(spd, get_infos=True)", {"tol": LINALG})],
+    "torch.triangular_solve": [("torch.triangular_solve(a.T, chol.T)", {"tol": LINALG}),
+                               ("torch.triangular_solve(a.T, chol, upper=False, transpose=True).solution", {"tol": LINALG})],
+    "torch.nuclear_norm": [("torch.nuclear_norm(m45)", {"tol": LINALG}), ("torch.nuclear_norm(b3, dim=(1, 2))", {"tol": LINALG})],
+    "torch.chain_matmul": [("torch.chain_matmul(a, sq, m45)", {"tol": LINALG}), "torch.chain_matmul(sq)"],
+    "torch.is_same_size": ["torch.is_same_size(a, b)", "torch.is_same_size(a, sq)"],
+    "torch.index_copy": ["torch.index_copy(a, 1, torch.tensor([3, 1]), b[:, :2])"],
+    "torch.put": ["torch.put(a, torch.tensor([0, -1]), torch.tensor([9.0, 7.0]))",
+                  "torch.put(a, torch.tensor([1, 1]), torch.tensor([1.0, 2.0]), accumulate=True)"],
+    "torch.index_put": ["torch.index_put(a, (torch.tensor([0, 2]), torch.tensor([1, 3])), torch.tensor(9.0))",
+                        "torch.index_put(a, (torch.tensor([0, 0]),), b[:2], True)"],
+    "torch.gradient": ["torch.gradient(a)", "torch.gradient(a, spacing=2.0, dim=1, edge_order=2)"],
     "torch.linalg.qr": [("torch.linalg.qr(sq)", {"tol": LINALG}), ("torch.linalg.qr(a.T, mode='complete')", {"tol": LINALG})],
     "torch.linalg.pinv": [("torch.linalg.pinv(a)", {"tol": LINALG})],
     "torch.linalg.matrix_norm": [("torch.linalg.matrix_norm(sq)", {"tol": LINALG}), ("torch.linalg.matrix_norm(b3, ord=1)", {"tol": LINALG})],
@@ -852,7 +868,8 @@ NOT_IN_SCHEMA = {"torch.nonzero": {"as_tuple"}, "torch.tensor_split": {"indices_
                  "torch.dsplit": {"indices_or_sections"},
                  "torch.unique": {"input", "sorted", "return_inverse", "return_counts", "dim"},
                  "torch.unique_consecutive": {"input", "return_inverse", "return_counts", "dim"},
-                 "torch.concatenate": {"axis"}, "torch.linalg.vector_norm": {"x"}}
+                 "torch.concatenate": {"axis"}, "torch.linalg.vector_norm": {"x"},
+                 "torch.lu": {"A", "pivot", "get_infos", "out"}}
 FACTORY_ARGS = {"out", "generator", "layout", "device", "requires_grad", "pin_memory", "memory_format", "dtype"}
 
 

@@ -450,11 +450,31 @@ def may_be_empty(rw, expr, depth: int = 0) -> bool:
     q = rw.scopes.resolve(func) or ""
     if q == "torch.masked_select":
         return True
-    if q in FROM_DATA and expr.args and expr.args[0].keyword is None:
+    if q in ("torch.tensor", "torch.as_tensor") and expr.args and expr.args[0].keyword is None:
         return _no_numbers(expr.args[0].value)
-    if q in FLOAT_CREATION or q in ("torch.full", "torch.randint"):
-        return any(_literal_zero(a.value) for a in expr.args if a.keyword is None)
+    if q in FLOAT_CREATION or q in _SIZE_ARGUMENT:
+        return any(_literal_zero(a.value) for a in _size_arguments(q, expr.args))
     return False
+
+
+# creation functions whose size is one argument among others: its position, its keyword
+# (torch.linspace(0, 1, 5) is not empty; torch.linspace(0, 1, 0) is); the others' positionals
+# are all sizes (torch.zeros(0, 4))
+_SIZE_ARGUMENT = {"torch.linspace": (2, "steps"), "torch.logspace": (2, "steps"), "torch.full": (0, "size"),
+                  "torch.randint": (-1, "size")}
+
+
+def _size_arguments(qualname: str, args) -> list:
+    positional = [a for a in args if a.keyword is None and not a.star]
+    if qualname not in _SIZE_ARGUMENT:
+        return positional
+    position, keyword = _SIZE_ARGUMENT[qualname]
+    named = [a for a in args if a.keyword is not None and a.keyword.value == keyword]
+    if named:
+        return named
+    if position == -1:   # randint(high, size) / randint(low, high, size): the size comes last
+        return positional[-1:] if len(positional) >= 2 else []
+    return positional[position:position + 1]
 
 
 def _no_numbers(seq) -> bool:

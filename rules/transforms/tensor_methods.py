@@ -559,8 +559,10 @@ def type_(site):
 
 
 @torch_method
-def char(site):
-    return site.expr("{r}.astype({d})", r=site.receiver, d="@mindspore.int8")
+def cast(site):
+    """x.char() / x.cfloat() / x.cdouble(): a cast to the record's target dtype (MindSpore has
+    no method of that name)."""
+    return site.expr("{r}.astype({d})", r=site.receiver, d="@" + site.record.target)
 
 
 @torch_method
@@ -846,7 +848,10 @@ def positional(site):
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
     if method == "sort":
         _flag_result_fields(site)
-    return site.node.with_changes(args=_commas(args))
+    node = site.node
+    if site.record.target.startswith("."):   # another name in MindSpore (x.split_with_sizes -> x.split)
+        node = node.with_changes(func=node.func.with_changes(attr=cst.Name(site.record.target[1:])))
+    return node.with_changes(args=_commas(args))
 
 
 def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
@@ -874,6 +879,17 @@ def _as_function(site, name: str) -> cst.BaseExpression:
     args = [receiver, *site.node.args] if site.node.args else [receiver.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
     call = site.node.with_changes(func=cst.Name(name.rsplit(".", 1)[1]), args=args)
     return site.rw._apply(rec, name, call, None)
+
+
+@torch_method
+def receiver_as_input(site):
+    """Methods whose torch function takes the tensor after other arguments (x.polygamma(n) is
+    torch.polygamma(n, x)): converted as that function with the tensor as `input=`."""
+    name = "torch." + site.record.method_name
+    receiver = cst.Arg(site.receiver, keyword=cst.Name("input"),
+                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    call = site.node.with_changes(func=cst.Name(site.record.method_name), args=_commas([*site.node.args, receiver]))
+    return site.rw._apply(site.rw.table.lookup(name), name, call, None)
 
 
 def keep(site):

@@ -1330,7 +1330,8 @@ def generated_cell(site):
     return site.call(cls)
 
 
-_GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("from mindspore import ops", "mindspore.ops")}
+_GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("from mindspore import ops", "mindspore.ops"),
+                      "linalg": ("from mindspore.scipy import linalg", "mindspore.scipy.linalg")}
 
 
 def _module_imports(site, source: str) -> str:
