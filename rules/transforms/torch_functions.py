@@ -684,32 +684,39 @@ def where(site):
     return site.expr("{u}({a}({c}), 1)", u="@mindspore.ops.unbind", a="@mindspore.ops.argwhere", c=cond)
 
 
+# spellings of an infinite p (`float('inf')`, `math.inf`, `-torch.inf`) as a number
+_INFINITY = {f"{sign}{spelling}": float(f"{sign}inf") for sign in ("", "-")
+             for spelling in ("float('inf')", "math.inf", "torch.inf", "np.inf", "numpy.inf", "ms.numpy.inf")}
+
+
 @_calls("input")
 def norm(site):
-    """torch.norm(x, p) with dim=None is the vector p-norm of all elements; ops.norm(x, ord) of
-    a 2-D x is a matrix norm. p='fro' (torch's default) is ops.norm's ord=None."""
+    """torch.norm(x, p) with a numeric p is a vector p-norm over `dim` (all elements when None);
+    ops.norm(x, ord) of a 2-D x is a matrix norm. p='fro' (torch's default) is ops.norm's ord=None."""
     _no_out(site)
     p, dim = site.arg("p"), site.arg("dim")
     site.bound.pop("p", None)
     try:
         p_value = None if p is None else literal_value(p)
     except ValueError:
-        p_value = ...
+        p_value = _INFINITY.get(site.code(p).replace(" ", "").replace('"', "'"), ...)
     if p_value is ...:
         site.flag("review", f"{site.qualname}: p={site.code(p)} is not a literal: torch takes a vector norm "
                             f"of all elements when dim is None, ops.norm a matrix norm of a 2-D input")
-    try:
-        dim_value = None if dim is None else literal_value(dim)
-    except ValueError:
-        dim_value = ...
     numeric = isinstance(p_value, (int, float)) and not isinstance(p_value, bool)
-    if numeric and isinstance(dim_value, (tuple, list)) and len(dim_value) > 1:
-        raise Unconvertible("a numeric p over several dims is a vector norm in torch, a matrix norm in "
-                            "ops.norm", "manual")
-    if numeric and dim_value is None:
-        if site.has("keepdim"):
-            raise Unconvertible("keepdim= without dim", "manual")
-        _set(site, "input", site.expr("{r}({x}, (-1,))", r="@mindspore.ops.reshape", x=site.arg("input")))
+    if numeric:
+        # a vector norm over `dim` (every element when None, several dims too): ops.vector_norm,
+        # which takes float64 and every p (ops.norm is a matrix norm over two dims, and its LpNorm
+        # kernel is float16/32 only)
+        args = [cst.Arg(site.arg("input")), cst.Arg(p)]
+        args += [kwarg("axis", dim)] if dim is not None else []
+        args += [kwarg("keepdims", site.arg("keepdim"))] if site.has("keepdim") else []
+        if site.has("dtype"):
+            args.append(kwarg("dtype", site.arg("dtype")))
+        return site.call("mindspore.ops.vector_norm", args)
+    if p_value == "nuc":   # ops.norm's is float32 whatever the input's dtype
+        args = [cst.Arg(site.arg("input"))] + [kwarg(k, site.arg(k)) for k in ("dim", "keepdim") if site.has(k)]
+        return site.call(_generated_function(site, "msmigrate_nuclear_norm"), args)
     args = site.standard_args()
     if p_value not in (None, "fro"):
         args.insert(1, kwarg("ord", p) if args[1:] and args[1].keyword is not None or len(args) == 1 else cst.Arg(p))
@@ -1283,17 +1290,24 @@ def _rows_gather(site) -> cst.BaseExpression | None:
 
 # ---- functions MindSpore 2.10 lacks on CPU: generated (rules/generated/functions.py) ----------
 
-def generated(site):
-    """rules/generated/functions.py's msmigrate_<torch name>, copied into the file (with the
-    functions it calls) and called with torch's arguments under torch's names; a bare reference
-    (`f = torch.fmin`) is that function too."""
+def _generated_function(site, name: str) -> cst.Name:
+    """rules/generated/functions.py's function `name`, with the functions it calls, copied into
+    the converted file: a reference to it."""
     import inspect
     import textwrap
 
     from msmigrate.rules.generated import functions
-    for function in _generated_needs(functions, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]):
+    for function in _generated_needs(functions, name):
         func = site.rw.imports.define(function.__name__,
                                       _module_imports(site, textwrap.dedent(inspect.getsource(function))))
+    return func
+
+
+def generated(site):
+    """rules/generated/functions.py's msmigrate_<torch name>, copied into the file (with the
+    functions it calls) and called with torch's arguments under torch's names; a bare reference
+    (`f = torch.fmin`) is that function too."""
+    func = _generated_function(site, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
     if not site.is_call:
         return func
     if site.unbound:
@@ -1309,18 +1323,14 @@ def generated_cell(site):
     """A torch layer MindSpore 2.10 lacks: rules/generated/functions.py's CELLS class of its name
     (an nn.Cell under the file's alias), with the functions it calls, built with torch's
     arguments."""
-    import inspect
     import re
-    import textwrap
 
     from msmigrate.rules.generated import functions
     name = "msmigrate_" + site.record.torch.rsplit(".", 1)[1]
     source = functions.CELLS[name].strip("\n") + "\n"
     for called in dict.fromkeys(re.findall(r"\b(msmigrate_\w+)\(", source)):
         if hasattr(functions, called):
-            for function in _generated_needs(functions, called):
-                site.rw.imports.define(function.__name__,
-                                       _module_imports(site, textwrap.dedent(inspect.getsource(function))))
+            _generated_function(site, called)
     cls = site.rw.imports.define(name, with_file_names(site.rw.imports, source, _CELL_NAMES))
     if not site.is_call:
         return cls
