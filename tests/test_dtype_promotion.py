@@ -8,7 +8,7 @@ import pytest
 
 from msmigrate import convert_source
 
-HEAD = "import torch\nimport torch.nn as nn\n"
+HEAD = "import numpy as np\nimport torch\nimport torch.nn as nn\n"
 CAST = ".astype(ms.float32)"
 
 
@@ -26,6 +26,17 @@ def body(code: str) -> str:
     "def f(a):\n    m = a > 0\n    return torch.exp(m)\n",
     "k = torch.arange(4) * 2\ny = torch.log1p(k)\n",
     "y = torch.sqrt(torch.tensor(4)).long() + torch.rsqrt(torch.tensor([1, 4]))\n",
+    # kinds carried through joins, reductions, attributes, numpy arrays and range lists
+    "y = torch.exp(torch.cat([torch.arange(2), torch.tensor([5])]))\n",
+    "y = torch.exp(torch.tensor([True, False]).sum())\n",
+    "y = torch.exp(torch.tensor([[1, 2]]).T)\n",
+    "y = torch.exp(torch.multinomial(torch.ones(4), 2))\n",
+    "y = torch.exp(torch.randn(3).argmax())\n",
+    "y = torch.exp(torch.from_numpy(np.arange(4)))\n",
+    "y = torch.exp(torch.tensor(list(range(4))))\n",
+    "y = torch.exp(torch.tensor([v for v in range(4)]))\n",
+    "y = torch.exp(torch.where(c, torch.tensor([1]), torch.tensor([2])))\n",
+    "y = torch.exp(torch.randn(3).gt(0))\n",
 ])
 def test_visible_integer_or_bool_gets_a_cast(code):
     assert CAST in body(code)
@@ -41,6 +52,10 @@ def test_visible_integer_or_bool_gets_a_cast(code):
     "net = nn.Linear(3, 2)\npred = net(inp)\ny = torch.sigmoid(pred)\n",   # a layer's output
     "y = torch.exp(torch.tensor([1.0, 2.0]))\n",
     "y = torch.abs(torch.arange(5))\n",                                 # abs keeps integers in torch
+    "y = torch.exp(torch.randn(3, 4).max(1)[1])\n",                      # (values, indices): not guessed
+    "y = torch.exp(torch.tensor([1, 2]).sum(dtype=torch.float32))\n",
+    "y = torch.exp(torch.cat([torch.arange(2), torch.randn(2)]))\n",     # mixed kinds
+    "y = torch.exp(torch.bincount(k, weights=w))\n",
 ])
 def test_float_or_unknown_gets_none(code):
     assert CAST not in body(code)

@@ -34,10 +34,30 @@ INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char
 # Tensor methods whose result has the receiver's dtype (x.reshape(2, 3) of an int tensor: int)
 SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute", "squeeze", "unsqueeze",
                       "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda", "abs",
-                      "absolute", "neg", "negative", "roll", "tril", "triu", "tile", "fliplr", "flipud"}
+                      "absolute", "neg", "negative", "roll", "tril", "triu", "tile", "fliplr", "flipud",
+                      "masked_fill", "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes",
+                      "swapdims", "expand_as", "view_as", "reshape_as", "unflatten", "index_select",
+                      "repeat_interleave", "rot90", "take", "index_fill", "index_copy", "scatter", "put"}
+# ... and these when called without arguments (with a dim, max/min return (values, indices))
+WHOLE_SAME_DTYPE_METHODS = {"max", "min", "amax", "amin", "median"}
+# Tensor methods of an integer result, of a bool result; reductions accumulating in int64 for
+# integer and bool tensors (torch.tensor([True]).sum() is int)
+INT_RESULT_METHODS = {"argmax", "argmin", "argsort", "nonzero", "argwhere", "multinomial", "count_nonzero"}
+BOOL_RESULT_METHODS = {"isnan", "isinf", "isfinite", "isposinf", "isneginf", "logical_not", "logical_and",
+                       "logical_or", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "signbit", "isclose",
+                       "greater", "less", "greater_equal", "less_equal", "not_equal"}
+SUM_METHODS = {"sum", "cumsum", "prod", "cumprod", "nansum"}
 # torch functions whose result is an integer tensor whatever their arguments' dtype
 INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
-               "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero"}
+               "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero",
+               "torch.multinomial", "torch.argwhere", "torch.tril_indices", "torch.triu_indices"}
+# torch functions joining tensors: their kind when every tensor joined is of one kind
+JOINS = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack",
+         "torch.dstack", "torch.column_stack", "torch.row_stack"}
+# numpy arrays a tensor is made from (torch.from_numpy(np.arange(4)) is int64, of np.zeros float64)
+NUMPY_FLOAT64 = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.linspace", "numpy.random.rand",
+                 "numpy.random.randn", "numpy.random.random", "numpy.random.normal", "numpy.random.uniform",
+                 "numpy.eye", "numpy.identity"}
 BOOL_RESULTS = {"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
                 "torch.logical_not", "torch.logical_and", "torch.logical_or", "torch.logical_xor",
                 "torch.eq", "torch.ne", "torch.lt", "torch.le", "torch.gt", "torch.ge", "torch.signbit",
@@ -98,6 +118,12 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
         return None
     if isinstance(expr, cst.Call):
         return _call_kind(rw, expr, _seen)
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data") \
+            and rw.scopes.resolve(expr) is None:   # x.T, x.data: x's dtype
+        inner = kind(rw, expr.value, _seen)
+        return inner if inner in _TENSOR_KINDS else None
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) and _over_range(rw, expr):
+        return "pyint" if kind(rw, expr.elt, _seen) == "pyint" or _is_target(expr) else None
     if isinstance(expr, cst.Subscript):   # indexing keeps a tensor's dtype
         if isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" and \
                 len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
@@ -127,8 +153,45 @@ def _arithmetic_kind(left, right, divide: bool) -> str | None:
     return "float" if divide and found in ("bool", "int") else found
 
 
+def _over_range(rw, comp) -> bool:
+    """`[... for v in range(n)]`: one loop over a range."""
+    loop = comp.for_in
+    return loop.inner_for_in is None and not loop.ifs and isinstance(loop.iter, cst.Call) \
+        and rw.scopes.resolve(loop.iter.func) is None and isinstance(loop.iter.func, cst.Name) \
+        and loop.iter.func.value == "range"
+
+
+def _is_target(comp) -> bool:
+    """`[v for v in range(n)]`: the loop variable itself."""
+    return isinstance(comp.elt, cst.Name) and isinstance(comp.for_in.target, cst.Name) \
+        and comp.elt.value == comp.for_in.target.value
+
+
+def _numpy_kind(rw, call: cst.Call, q: str, seen) -> str | None:
+    """The kind of the tensor made from a numpy array built visibly (np.arange(4): int64,
+    np.zeros(3): float64, np.array([1, 2]): int64)."""
+    dtype = _keyword(call, "dtype")
+    if dtype is not None:
+        return _dtype_kind(rw, dtype)
+    if q in NUMPY_FLOAT64:
+        return "float64"
+    if q == "numpy.random.randint":
+        return "int"
+    positional = [a.value for a in call.args if a.keyword is None]
+    if q == "numpy.arange" and positional:
+        kinds = {kind(rw, v, seen) for v in positional}
+        return "int" if kinds <= {"pyint"} else "float64" if "pyfloat" in kinds else None
+    if q in ("numpy.array", "numpy.asarray") and positional:
+        kinds = _literal_kinds(positional[0], rw, seen)
+        return None if not kinds else "bool" if kinds == {"pybool"} else \
+            "int" if kinds <= {"pyint"} else "float64" if kinds <= {"pyint", "pyfloat"} else None
+    return None
+
+
 def _dtype_kind(rw, expr) -> str | None:
     q = rw.scopes.resolve(expr) or ""
+    if q.startswith("numpy.") and q.count(".") == 1:   # np.int64, np.float32 (dtype= of a numpy array)
+        q = "torch." + q.removeprefix("numpy.").replace("float_", "float64").replace("bool_", "bool")
     name = q.removeprefix("torch.") if q.startswith("torch.") and q.count(".") == 1 else ""
     return "int" if name in INT_DTYPES else "bool" if name == "bool" else \
         "float64" if name in ("float64", "double") else "float" if name in FLOAT_DTYPES else None
@@ -150,6 +213,16 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
             return "pyint"   # x.size(1)
         if method in INT_METHODS and not call.args:
             return INT_METHODS[method]
+        if method in INT_RESULT_METHODS:
+            return "int"
+        if method in BOOL_RESULT_METHODS:
+            return "bool"
+        if method in SUM_METHODS and dtype is None:
+            inner = kind(rw, func.value, seen)
+            return "int" if inner in ("int", "bool") else inner if inner in _TENSOR_KINDS else None
+        if method in WHOLE_SAME_DTYPE_METHODS and not call.args:
+            inner = kind(rw, func.value, seen)
+            return inner if inner in _TENSOR_KINDS else None
         if method in ("to", "type") and call.args:
             first = call.args[0]
             return _dtype_kind(rw, first.value if first.keyword is None else (dtype or first.value))
@@ -167,8 +240,19 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         return _dtype_kind(rw, dtype) if q.startswith("torch.") else None
     if q in TYPED:
         return TYPED[q]
-    if q in INT_RESULTS:
+    if q in INT_RESULTS or (q == "torch.bincount" and len(call.args) == 1):   # bincount's weights: their dtype
         return "int"
+    if q.startswith("numpy."):
+        return _numpy_kind(rw, call, q, seen)
+    if q == "torch.from_numpy" and call.args:
+        inner = kind(rw, call.args[0].value, seen)
+        return inner if inner in _TENSOR_KINDS else None
+    if q in JOINS and call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+        kinds = {kind(rw, e.value, seen) for e in call.args[0].value.elements}
+        return kinds.pop() if len(kinds) == 1 and kinds <= set(_TENSOR_KINDS) else None
+    if q == "torch.where" and len(call.args) == 3:
+        kinds = {kind(rw, a.value, seen) for a in call.args[1:]}
+        return kinds.pop() if len(kinds) == 1 and kinds <= set(_TENSOR_KINDS) else None
     if q in BOOL_RESULTS:
         return "bool"
     if q in FLOAT_CREATION:
@@ -186,6 +270,15 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         if data is None:
             positional = [a.value for a in call.args if a.keyword is None]
             data = positional[pos] if len(positional) > pos else None
+        if isinstance(data, cst.Call) and (rw.scopes.resolve(data.func) or "").startswith("numpy.") \
+                and FROM_DATA[q] == "data":
+            return _numpy_kind(rw, data, rw.scopes.resolve(data.func), seen)
+        if isinstance(data, cst.Call) and isinstance(data.func, cst.Name) and data.func.value == "list" \
+                and rw.scopes.resolve(data.func) is None and len(data.args) == 1:
+            data = data.args[0].value   # list(range(n))
+        if isinstance(data, cst.Call) and isinstance(data.func, cst.Name) and data.func.value == "range" \
+                and rw.scopes.resolve(data.func) is None:
+            return "int"
         kinds = _literal_kinds(data, rw, seen)
         return None if not kinds else "bool" if kinds == {"pybool"} else \
             "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else None
@@ -195,7 +288,7 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
 def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | None:
     """Kinds of the Python numbers of a (nested) list/tuple (literals, or names visibly holding
     one: `n = 5`); None when not all are."""
-    if rw is not None and isinstance(expr, (cst.Name, cst.Call, cst.Subscript)):
+    if rw is not None and isinstance(expr, (cst.Name, cst.Call, cst.Subscript, cst.ListComp)):
         found = kind(rw, expr, seen)
         return {found} if found in ("pyint", "pyfloat", "pybool") else None
     if isinstance(expr, (cst.List, cst.Tuple)):
