@@ -457,7 +457,8 @@ def scatter_reduce(site):
         raise Unconvertible("scatter_reduce(): only reduce='sum' with include_self=True has a "
                             "MindSpore equivalent (ops.tensor_scatter_elements(..., 'add'))")
     return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
-                     r=site.receiver, i=site.arg("index"), s=site.arg("src"), d=site.arg("dim"))
+                     r=site.receiver, i=site.arg("index"),
+                     s=leading_src(site, site.arg("src"), site.arg("index")), d=site.arg("dim"))
 
 
 @torch_method
@@ -607,7 +608,9 @@ def _random_fill(site, method: str, x: cst.BaseExpression) -> cst.BaseExpression
                          f="@mindspore.ops.rand_like", x=x, l=num("lambd", "1.0"))
     if method == "cauchy_":
         return site.expr("{x}.cauchy({a}, {b})", x=x, a=num("median", "0.0"), b=num("sigma", "1.0"))
-    return site.expr("{x}.log_normal({a}, {b})", x=x, a=num("mean", "1.0"), b=num("std", "2.0"))
+    # not Tensor.log_normal: MindSpore 2.10 keeps the first call's mean/std for every later call
+    return site.expr("{exp}({f}({x}) * {s} + {mu})", exp="@mindspore.ops.exp", f="@mindspore.ops.randn_like",
+                     x=x, s=num("std", "2.0"), mu=num("mean", "1.0"))
 
 
 def _fill_diagonal(site, x: cst.BaseExpression) -> cst.BaseExpression:
