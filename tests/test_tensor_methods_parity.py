@@ -565,7 +565,7 @@ FLAGGED = [
     ("ormqr", "a=f(4,3), t=f(3), c=f(4,2)", "return a.ormqr(t, c)", "MSC103"),
     ("type:noarg", "x=f(3,4)", "return x.type()", "MSC101"),
     ("to:other", "x=f(3,4), y=i(2)", "return x.to(y)", "MSC101"),
-    ("inplace:expression", "x=f(3,4)", "z = x.add_(1.0)\nreturn z", "MSC101"),
+    ("inplace:expression", "x=f(3,4)", "z = torch.exp(x.add_(1.0))\nreturn z, x", "MSC101"),
     ("requires_grad_", "x=f(3,4)", "x.requires_grad_()\nreturn x * 2", "MSC101"),
     ("grad.zero_", "x=f(3,4)", "x.grad.zero_()", "MSC102"),
     ("grad.data.zero_", "x=f(3,4)", "x.grad.data.zero_()", "MSC102"),

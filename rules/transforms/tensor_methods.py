@@ -670,6 +670,29 @@ def _inplace_chain(site) -> tuple[list[cst.Call], cst.BaseExpression | None]:
     return calls, node
 
 
+def _whole_value(site) -> bool:
+    """The call is what an assignment or return statement evaluates first, unconditionally:
+    `y = t.abs_()`, `return t.abs_()`, `n = t.abs_().sum()`: t may be written before the rest."""
+    stmt = site.statement
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], (cst.Assign, cst.Return))):
+        return False
+    node, here = stmt.body[0].value, site.rw.pos_stack[-1]
+    while node is not None:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == site.record.method_name and site.rw._pos(node) == here:
+            return True
+        if isinstance(node, cst.Call):
+            node = node.func
+        elif isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        elif isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            node = node.left
+        else:
+            node = None
+    return False
+
+
 def _chain_role(site, calls) -> str | None:
     """'outer' for the statement's outermost in-place call, 'inner' for one it is chained on."""
     here, name = site.rw.pos_stack[-1], site.record.method_name
@@ -705,10 +728,15 @@ def inplace(site):
     target = _target(receiver)
     statement = role == "outer"
     assignable = isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)) or attribute_choice(target)
+    # `y = t.abs_()` / `return t.abs_()`: t is written first, then its value is the call's
+    value_of_statement = not statement and _whole_value(site)
     if method in SHAPE_CHANGING:
         value = _convert_as(site, method[:-1])
         if statement and isinstance(target, (cst.Name, cst.Attribute)):
             return _replace_statement(site, site.stmt("{t} = {v}\n", t=target, v=value))
+        if value_of_statement and isinstance(target, cst.Name):
+            _replace_statement(site, site.stmt("{t} = {v}\n", t=target, v=value))
+            return target
         if assignable:
             site.flag("review", f"{site.qualname}: converted to the out-of-place "
                                 f"{method[:-1]}(); {site.code(target)} itself keeps its shape")
@@ -719,6 +747,10 @@ def inplace(site):
         scalar = site.record.method_name in ("zero_", "fill_")
         return _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar,
                             parameter=_writes_through_data(receiver))
+    if value_of_statement and isinstance(target, (cst.Name, cst.Subscript)) and not _writes_through_data(receiver):
+        scalar = site.record.method_name in ("zero_", "fill_")
+        _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar)
+        return target
     if assignable:
         site.flag("review", f"{site.qualname}: the value is computed out of place; "
                             f"{site.code(target)} itself is not modified (write "
