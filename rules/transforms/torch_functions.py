@@ -947,8 +947,9 @@ _OPPOSITE_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"
 @_calls("input")
 def hermitian_fft(site):
     """torch.fft.ihfft(x) is conj(rfft(x)) and hfft(x) is irfft(conj(x)), each with the opposite
-    normalization: computed so, because MindSpore 2.10's hfft/ihfft kernels return other values on
-    every call after the first with the same input (measured on CPU)."""
+    normalization (so are their 2-D and n-D forms): computed so, because MindSpore 2.10's hfft/ihfft
+    kernels return other values on every call after the first with the same input (measured on
+    CPU), and it has no hfft2/hfftn."""
     name = site.qualname.rsplit(".", 1)[1]
     norm = site.arg("norm")
     try:
@@ -960,10 +961,16 @@ def hermitian_fft(site):
                             f"with the opposite norm", "review")
     _set(site, "norm", cst.SimpleString(repr(_OPPOSITE_NORM[value])))
     conj = site.ref("mindspore.ops.conj")
-    if name == "ihfft":
-        return cst.Call(func=conj, args=[cst.Arg(site.call("mindspore.ops.rfft"))])
+    real = "mindspore.ops." + _HERMITIAN[name]   # the same arguments (n or s, dim, norm)
+    if name.startswith("i"):
+        return cst.Call(func=conj, args=[cst.Arg(site.call(real))])
     _set(site, "input", cst.Call(func=conj, args=[cst.Arg(site.arg("input"))]))
-    return site.call("mindspore.ops.irfft")
+    return site.call(real)
+
+
+# torch.fft's Hermitian transforms and the real ones computing them (hfftn(x) = irfftn(conj(x)))
+_HERMITIAN = {"hfft": "irfft", "ihfft": "rfft", "hfft2": "irfft2", "ihfft2": "rfft2", "hfftn": "irfftn",
+              "ihfftn": "rfftn"}
 
 
 @_calls("input")
