@@ -439,6 +439,8 @@ CASES: dict[str, list] = {
     "torch.index_put": ["torch.index_put(a, (torch.tensor([0, 2]), torch.tensor([1, 3])), torch.tensor(9.0))",
                         "torch.index_put(a, (torch.tensor([0, 0]),), b[:2], True)"],
     "torch.gradient": ["torch.gradient(a)", "torch.gradient(a, spacing=2.0, dim=1, edge_order=2)"],
+    "torch.index_reduce": ["torch.index_reduce(a, 0, torch.tensor([0, 2, 0]), b, 'amax')",
+                           "torch.index_reduce(a, 1, torch.tensor([3, 1, 3, 0]), b, 'mean', include_self=False)"],
     "torch.linalg.qr": [("torch.linalg.qr(sq)", {"tol": LINALG}), ("torch.linalg.qr(a.T, mode='complete')", {"tol": LINALG})],
     "torch.linalg.pinv": [("torch.linalg.pinv(a)", {"tol": LINALG})],
     "torch.linalg.matrix_norm": [("torch.linalg.matrix_norm(sq)", {"tol": LINALG}), ("torch.linalg.matrix_norm(b3, ord=1)", {"tol": LINALG})],

@@ -190,7 +190,7 @@ def new_filled(site):
             raise Unconvertible("new_full() without a fill value")
         return site.expr("{f}({s}, {v}, dtype={d})", f="@mindspore.ops.full", s=size_,
                          v=site.arg("fill_value"), d=dtype)
-    fn = {"new_zeros": "zeros", "new_empty": "zeros", "new_ones": "ones"}[method]
+    fn = {"new_zeros": "zeros", "new_empty": "zeros", "new_empty_strided": "zeros", "new_ones": "ones"}[method]
     return site.expr("{f}({s}, {d})", f=f"@mindspore.ops.{fn}", s=size_, d=dtype)
 
 
