@@ -439,6 +439,8 @@ CASES: dict[str, list] = {
     "torch.index_put": ["torch.index_put(a, (torch.tensor([0, 2]), torch.tensor([1, 3])), torch.tensor(9.0))",
                         "torch.index_put(a, (torch.tensor([0, 0]),), b[:2], True)"],
     "torch.gradient": ["torch.gradient(a)", "torch.gradient(a, spacing=2.0, dim=1, edge_order=2)"],
+    "torch.linalg.tensorinv": [("torch.linalg.tensorinv(torch.eye(4).reshape(4, 2, 2) + 0.1 * sq.reshape(4, 2, 2), ind=1)", {"tol": LINALG})],
+    "torch.linalg.tensorsolve": [("torch.linalg.tensorsolve(torch.eye(6).reshape(2, 3, 6) * 2 + 0.01, a.reshape(-1)[:6].reshape(2, 3))", {"tol": LINALG})],
     "torch.index_reduce": ["torch.index_reduce(a, 0, torch.tensor([0, 2, 0]), b, 'amax')",
                            "torch.index_reduce(a, 1, torch.tensor([3, 1, 3, 0]), b, 'mean', include_self=False)"],
     "torch.linalg.qr": [("torch.linalg.qr(sq)", {"tol": LINALG}), ("torch.linalg.qr(a.T, mode='complete')", {"tol": LINALG})],
