@@ -1081,6 +1081,30 @@ def numpy_in_cell(site):
     return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=receiver)
 
 
+def is_sparse(site):
+    """x.is_sparse: whether x is one of MindSpore's sparse tensor classes; marked, since torch's
+    sparse tensors convert to dense ones (rules/api/sparse.toml): False where torch says True."""
+    site.flag("review", f"{site.qualname}: torch's sparse tensors convert to dense MindSpore tensors, "
+                        f"for which this reads False")
+    return site.expr("isinstance({r}, ({c}, {s}))", r=site.receiver, c="@mindspore.COOTensor",
+                     s="@mindspore.CSRTensor")
+
+
+def layout(site):
+    raise Unconvertible("MindSpore has no tensor layouts (a Tensor is dense and strided, sparse ones "
+                        "are COOTensor/CSRTensor): drop the layout", "review")
+
+
+def autograd_attribute(site):
+    """x.is_leaf / x.grad_fn: MindSpore records no operations on tensors (it differentiates
+    functions), so every tensor reads as torch's leaf without a grad_fn; marked, since torch
+    says otherwise for the result of an operation on a tensor that requires grad."""
+    leaf = site.record.method_name == "is_leaf"
+    site.flag("review", f"{site.qualname} -> {'True' if leaf else 'None'}: MindSpore records no operations (torch: "
+                        f"{'False' if leaf else 'a grad_fn'} for the result of an operation on a tensor requiring grad)")
+    return cst.Name("True" if leaf else "None")
+
+
 def requires_grad_read(site):
     """`x.requires_grad` read: MindSpore Tensors carry no such flag (gradients come from ms.grad
     over a function's inputs and Parameters); a Parameter's is kept, and torch tensors made with
