@@ -47,9 +47,19 @@ class TrainableTensors(cst.CSTVisitor):
             self.bindings.setdefault(node.targets[0].target.value, []).append(node)
 
     def _trainable(self, value) -> bool:
+        if requires_grad_call(value):   # `w = x.clone().requires_grad_()`
+            return True
         return isinstance(value, cst.Call) and (resolve(value.func, self.imports) or "").startswith("torch.") \
             and any(a.keyword is not None and a.keyword.value == "requires_grad" and
                     isinstance(a.value, cst.Name) and a.value.value == "True" for a in value.args)
+
+
+def requires_grad_call(value) -> bool:
+    """`x.requires_grad_()` / `x.requires_grad_(True)`: x made a leaf that requires grad."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "requires_grad_" and len(value.args) <= 1):
+        return False
+    return not value.args or (isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == "True")
 
 
 def _strip_data(expr):

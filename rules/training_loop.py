@@ -964,6 +964,8 @@ class TrainingLoopPass(PathTransformer):
         trained = set(step.get("tensors", ()))   # a statement computing with them is no data
         leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o]) | trained
         holders = self._recomputed_holders()
+        # a tensor trained by hand is made before its step (`w = x.clone().requires_grad_()`), not in it
+        chosen = [i for i in chosen if not (eff[i].writes & trained)]
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
                 not (reads(pre[chosen[0]]) & (trained | holders)) and \
                 self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
@@ -1119,7 +1121,10 @@ class TrainingLoopPass(PathTransformer):
             if loop is not None:
                 self.pending.setdefault(id(loop), []).extend(defs)
                 return new_body
-            return defs + new_body
+            # no loop: just before the step, after what it reads is bound (`w = torch.randn(3,
+            # requires_grad=True)` ... `loss.backward()` at a module's top level)
+            at = len(rest_pre[:first_slice_at]) + len(drawn) + len(hoisted)
+            return new_body[:at] + defs + new_body[at:]
         if per_object is not None:
             cache = self.fresh("train_steps")
             bound = sorted(_target_names(per_object.target), key=self._code(per_object.target).find)

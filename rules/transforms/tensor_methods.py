@@ -13,6 +13,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from msmigrate.engine import Unconvertible, creates_cell
+from msmigrate.rules.bare_tensors import requires_grad_call
 from msmigrate.rules.generated import cells
 
 DTYPE_NAMES = {
@@ -579,6 +580,14 @@ def requires_grad_(site):
                             f"MindSpore; a plain tensor is differentiated when passed to grad")
         stmt = site.stmt("{r}.requires_grad = {f}\n", r=site.receiver, f=flag)
         return _replace_statement(site, stmt)
+    name = site.assigned_name
+    value = site.statement.body[0].value if name is not None else None
+    if name is not None and "." not in name and requires_grad_call(value) and \
+            site.rw._pos(value) == site.rw.pos_stack[-1]:
+        # `w = x.clone().requires_grad_()`: a trainable leaf, a Parameter (as requires_grad=True
+        # on a factory makes one); the training-step rewrite takes w's gradients
+        return site.expr("{P}({e}, name={n})", P="@mindspore.Parameter", e=site.receiver,
+                         n=cst.SimpleString(repr(name)))
     site.flag("review", f"{site.qualname}: dropped (MindSpore differentiates the inputs given to "
                         f"grad/value_and_grad)")
     return site.receiver

@@ -119,7 +119,8 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
     signal.signal(signal.SIGALRM, _alarm)
     results = {}
     for case_id, code in cases:
-        ns = dict(base, np=np, **{k: make(v) for k, v in data.items()})
+        # run as a script's top level (`__name__`: MindSpore's grad reads a function's __module__)
+        ns = dict(base, np=np, __name__="__main__", **{k: make(v) for k, v in data.items()})
         signal.alarm(TIMEOUT)
         try:
             exec(compile(code, f"<{case_id}>", "exec"), ns)
