@@ -41,10 +41,23 @@ class TrainableTensors(cst.CSTVisitor):
     def __init__(self, imports: dict[str, str]) -> None:
         self.imports = imports
         self.bindings: dict[str, list[cst.Assign]] = {}
+        self.made = set()   # names bound to what a torch function makes (`x = torch.ones(2)`)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and self._trainable(node.value):
-            self.bindings.setdefault(node.targets[0].target.value, []).append(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            if self._trainable(node.value):
+                self.bindings.setdefault(name, []).append(node)
+            if isinstance(node.value, cst.Call) and (resolve(node.value.func, self.imports) or "").startswith("torch."):
+                self.made.add(name)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # `w.requires_grad_()` as a statement on a tensor a torch function made: w is trained from
+        # here (the statement becomes `w = ms.Parameter(w, name='w')`); not a loop's `p` over a
+        # model's parameters
+        if requires_grad_call(node.value) and isinstance(node.value.func.value, cst.Name) \
+                and node.value.func.value.value in self.made:
+            self.bindings.setdefault(node.value.func.value.value, []).append(node)
 
     def _trainable(self, value) -> bool:
         if requires_grad_call(value):   # `w = x.clone().requires_grad_()`

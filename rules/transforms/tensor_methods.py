@@ -567,6 +567,12 @@ def cast(site):
     return site.expr("{r}.astype({d})", r=site.receiver, d="@" + site.record.target)
 
 
+def _made_by_torch(site, name: str) -> bool:
+    """`name` is bound to a tensor visibly (`x = torch.ones(2)`), not a loop's parameter."""
+    from msmigrate.rules.transforms.dtypes import kind
+    return kind(site.rw, cst.Name(name)) in ("float", "float64", "int", "bool")
+
+
 @torch_method
 def requires_grad_(site):
     """Only Parameters carry requires_grad in MindSpore; gradients are taken w.r.t. what
@@ -575,6 +581,13 @@ def requires_grad_(site):
     if _is_module(site):
         raise Unconvertible("Module.requires_grad_(): set `p.requires_grad` on "
                             "net.get_parameters()")
+    if _is_statement(site) and isinstance(site.receiver, cst.Name) and requires_grad_call(site.rw.original_call) \
+            and _made_by_torch(site, site.receiver.value):
+        # `w.requires_grad_()`: w is a trainable leaf from here on, a Parameter (the training-step
+        # rewrite takes its gradients)
+        name = site.receiver.value
+        return _replace_statement(site, site.stmt("{w} = {P}({w}, name={n})\n", w=site.receiver,
+                                                  P=site.ref("mindspore.Parameter"), n=cst.SimpleString(repr(name))))
     if _is_statement(site) and isinstance(site.receiver, (cst.Name, cst.Attribute)):
         site.flag("review", f"{site.qualname}: only a Parameter's requires_grad matters in "
                             f"MindSpore; a plain tensor is differentiated when passed to grad")
