@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import signal
 import sys
+import tempfile
 
 os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
@@ -118,12 +120,17 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
     cases = json.load(open(cases_path))
     signal.signal(signal.SIGALRM, _alarm)
     results = {}
-    for case_id, code in cases:
-        # run as a script's top level (`__name__`: MindSpore's grad reads a function's __module__)
+    # each case runs from a file of its own, as a script's top level: MindSpore compiles a
+    # function (ms.jit, vmap, jacrev) from its source file, and its grad reads __module__
+    sources = tempfile.mkdtemp(prefix=f"api_suite_{framework}_")
+    for number, (case_id, code) in enumerate(cases):
         ns = dict(base, np=np, __name__="__main__", **{k: make(v) for k, v in data.items()})
+        path = os.path.join(sources, f"case_{number}.py")
+        with open(path, "w") as f:
+            f.write(code)
         signal.alarm(TIMEOUT)
         try:
-            exec(compile(code, f"<{case_id}>", "exec"), ns)
+            exec(compile(code, path, "exec"), ns)
             results[case_id] = plain(ns["out"])
         except BaseException as exc:  # noqa: BLE001 - any failure is this case's result
             if isinstance(exc, KeyboardInterrupt):
@@ -132,6 +139,7 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
             results[case_id] = ("error", f"{type(exc).__name__}: {text[0] if text else ''}"[:300])
         finally:
             signal.alarm(0)
+    shutil.rmtree(sources, ignore_errors=True)
     with open(out_path, "wb") as fh:
         pickle.dump(results, fh)
 
