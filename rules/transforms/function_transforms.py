@@ -22,6 +22,10 @@ _TARGETS = {
     "torch.autograd.functional.jacobian": ("msmigrate_autograd_jacobian", {}),
     "torch.autograd.functional.hessian": ("msmigrate_autograd_hessian", {}),
     "torch.autograd.functional.vjp": ("msmigrate_autograd_vjp", {}),
+    "torch.func.jvp": ("msmigrate_func_jvp", {}),
+    "torch.autograd.functional.jvp": ("msmigrate_autograd_jvp", {}),
+    "torch.autograd.functional.vhp": ("msmigrate_autograd_vhp", {}),
+    "torch.autograd.functional.hvp": ("msmigrate_autograd_hvp", {}),
 }
 # arguments with no MindSpore counterpart, and the values that compute the same without it
 _DEFAULT_ONLY = {"randomness": ("'error'", "'different'", "'same'"), "chunk_size": ("None",),
@@ -42,7 +46,7 @@ def transform_call(site):
                 raise Unconvertible(f"{name}={site.code(value)} has no MindSpore counterpart", "review")
         elif name == "func":
             args.insert(0, cst.Arg(_named(site, value) if isinstance(value, cst.Lambda) else value))
-        elif name == "primals":   # *primals, packed into one tuple by the binding when several
+        elif name == "primals" and "*primals" in site.record.args:   # packed into one tuple when several
             elements = value.elements if isinstance(value, cst.Tuple) and len(site.node.args) > 2 else None
             args += [cst.Arg(e.value) for e in elements] if elements is not None else [cst.Arg(value)]
         else:
