@@ -429,6 +429,10 @@ def variable(site):
     """torch.autograd.Variable(t) is `t` since torch 0.4 (`volatile` is ignored there too); one
     that asks for gradients is a tensor to differentiate: MindSpore differentiates functions."""
     if site.has("requires_grad") and site.code(site.arg("requires_grad")) != "False":
+        if site.code(site.arg("requires_grad")) == "True" and _leaf_name(site) is not None:
+            # `v = Variable(t, requires_grad=True)`: a trainable leaf, as a factory's requires_grad=True
+            return site.expr("{P}({e}, name={n})", P="@mindspore.Parameter", e=site.arg("data"),
+                             n=cst.SimpleString(repr(_leaf_name(site))))
         raise Unconvertible("Variable(..., requires_grad=True): differentiate a function of it with "
                             "mindspore.grad / value_and_grad instead of reading .grad")
     return site.arg("data")
