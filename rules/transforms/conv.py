@@ -69,6 +69,15 @@ def conv_transpose(site):
 
 
 def _conv_transpose(site, dims: int):
+    dilation = site.arg("dilation")
+    if dims == 3 and dilation is not None:
+        try:
+            d = literal_value(dilation)
+        except ValueError:
+            d = None
+        if (d[0] if isinstance(d, (tuple, list)) else d) != 1:
+            site.flag("review", f"{site.qualname}: dilation={site.code(dilation)}: MindSpore's Conv3dTranspose "
+                                f"raises for a depth dilation other than 1")
     args = site.standard_args(skip=("padding", "output_padding"))
     pad = site.arg("padding")
     out_pad = site.arg("output_padding")

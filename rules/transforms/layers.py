@@ -66,8 +66,11 @@ def upsample(site):
                                 f"MindSpore recomputes the scale from the output size (torch "
                                 f"interpolates with the given scale); equal for integer scales")
         args.append(kwarg("recompute_scale_factor", cst.Name("True")))
-        if isinstance(scale, int):  # MindSpore type-checks for float
-            args = [kwarg("scale_factor", cst.Float(f"{scale}.0"), a)
+        if isinstance(scale, int) or (isinstance(scale, (list, tuple)) and any(isinstance(s, int) for s in scale)):
+            # MindSpore type-checks for float, each element of a tuple too
+            floats = cst.Float(f"{scale}.0") if isinstance(scale, int) else \
+                cst.parse_expression(repr(tuple(float(s) for s in scale)))
+            args = [kwarg("scale_factor", floats, a)
                     if a.keyword is not None and a.keyword.value == "scale_factor" else a for a in args]
     return site.call(site.record.target, args)
 
@@ -120,8 +123,9 @@ def square_subsequent_mask(site):
     sz = site.arg("sz")
     if sz is None:
         raise Unconvertible("sz is missing")
-    return site.expr("{triu}({full}(({n}, {n}), float('-inf')), 1)", triu="@mindspore.ops.triu",
-                     full="@mindspore.ops.full", n=sz)
+    # dtype given: ops.full makes a float fill value int64 without it (an attention mask must be float)
+    return site.expr("{triu}({full}(({n}, {n}), float('-inf'), dtype={f32}), 1)", triu="@mindspore.ops.triu",
+                     full="@mindspore.ops.full", n=sz, f32="@mindspore.float32")
 
 
 # torch's channel dropout, for every input rank it accepts, as MindSpore's (4-D / 5-D only) input:
@@ -148,15 +152,21 @@ def channel_view(site, x: cst.BaseExpression):
 
 
 def channel_dropout_call(site):
-    """`drop(x)` on a Dropout2d/Dropout3d object: applied to the channel view of x."""
+    """`drop(x)` on a Dropout2d/Dropout3d object: applied to the channel view of x (an input
+    other than a name is left as it is and marked: a lambda evaluating it once would not compile
+    in a Cell's construct). A layer made and called in one expression is in training mode, as
+    torch's (a Cell starts in eval mode)."""
     args = site.node.args
     if len(args) != 1 or args[0].keyword is not None or args[0].star:
         return site.node
+    func = site.node.func
+    if isinstance(func, cst.Call):
+        func = site.expr("{c}.set_train(True)", c=func)
     x = args[0].value
     view = channel_view(site, x)
     if view is None:
-        return site.node
-    return site.expr("{f}({v}).reshape({x}.shape)", f=site.node.func, v=view, x=x)
+        return site.node.with_changes(func=func)
+    return site.expr("{f}({v}).reshape({x}.shape)", f=func, v=view, x=x)
 
 
 def channel_dropout(site):
@@ -210,3 +220,62 @@ def pad_sequence(site):
     if _simple(seqs):
         return site.expr(pad, seqs=seqs, **nodes)
     return site.expr("(lambda _seqs: " + pad.replace("{seqs}", "_seqs") + ")(list({seqs}))", seqs=seqs, **nodes)
+
+
+def unpool_call(site):
+    """`unpool(x, indices, output_size)`: MindSpore's MaxUnpool raises unless output_size is a
+    tuple (torch takes a list or torch.Size too)."""
+    args = list(site.node.args)
+    if any(a.star for a in args):
+        return site.node
+    for n, a in enumerate(args):
+        if (a.keyword is None and n == 2) or (a.keyword is not None and a.keyword.value == "output_size"):
+            v = a.value
+            if isinstance(v, cst.Tuple) or (isinstance(v, cst.Name) and v.value == "None"):
+                return site.node
+            if isinstance(v, cst.List):
+                v = cst.Tuple(v.elements if v.elements else [], lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                if len(v.elements) == 1:
+                    v = v.with_changes(elements=[v.elements[0].with_changes(comma=cst.Comma())])
+            else:
+                v = site.expr("tuple({v})", v=v)
+            args[n] = a.with_changes(value=v)
+            return site.node.with_changes(args=args)
+    return site.node
+
+
+def constant_pad(site):
+    """ConstantPad*/ZeroPad*: MindSpore's constant padding with a negative (cropping) amount
+    gives wrong values, which change from run to run (measured on CPU): marked."""
+    pad = site.arg("padding")
+    try:
+        value = literal_value(pad) if pad is not None else 0
+    except ValueError:
+        value = 0
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(v, (int, float)) and v < 0 for v in values):
+        site.flag("review", f"{site.qualname}: padding={site.code(pad)}: MindSpore's constant padding gives "
+                            f"wrong values for a negative (cropping) amount; slice the input instead")
+    return site.call(site.record.target)
+
+
+# torch's Transformer* forward keywords that MindSpore's construct names differently or lacks
+_MASK_KEYWORD = {"torch.nn.TransformerEncoder": {"mask": "src_mask"}}
+_CAUSAL_HINTS = ("is_causal", "src_is_causal", "tgt_is_causal", "memory_is_causal")
+
+
+def transformer_call(site):
+    """`enc(src, mask=m)`: MindSpore's TransformerEncoder calls it src_mask; torch's is_causal
+    hints (the mask, which torch then requires, already says it) are dropped."""
+    names = _MASK_KEYWORD.get(site.record.torch, {})
+    args = []
+    for a in site.node.args:
+        key = a.keyword.value if a.keyword is not None else None
+        if key in _CAUSAL_HINTS:
+            continue
+        if key in names:
+            a = a.with_changes(keyword=cst.Name(names[key]))
+        args.append(a)
+    if args and len(args) != len(site.node.args):
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return site.node.with_changes(args=args)
