@@ -27,8 +27,10 @@ SAMPLE_DTYPE = {"Bernoulli": "@mindspore.float32", "Geometric": "@mindspore.floa
 
 
 class Family:
-    def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None, cpu_sample=True,
-                 generated=False, event=False):
+    def __init__(self, params, rsample=False, lacks=(), no_kl=False, sample_cast=None,
+                 generated=False, event=False, rsample_lacks=None, differs=()):
+        self.differs = dict(differs)   # torch property -> how the converted value differs (flagged)
+        self.rsample_lacks = rsample_lacks   # why rsample is not converted (said in the flag)
         self.event = event            # draws are vectors over the first parameter's last axis
         self.generated = generated    # a class of rules/generated/distributions.py: torch's
                                       # parameter attributes, MindSpore's method names
@@ -37,9 +39,12 @@ class Family:
         self.lacks = dict(lacks)      # torch property -> why MindSpore's differs
         self.no_kl = no_kl
         self.sample_cast = sample_cast   # torch's dtype of draws, where MindSpore's differs
-        self.cpu_sample = cpu_sample
 
 
+GAMMA_DRAWS = ("its draws come from mindspore.ops.random_gamma, which has no gradient with respect to "
+               "the concentration (torch's rsample is differentiable)")
+NO_RSAMPLE = "torch's has none either (NotImplementedError): use sample"
+NONE_IN_TORCH = {p: "torch's has none either (NotImplementedError)" for p in ("mean", "stddev", "variance", "mode")}
 NAN_MODE = "torch gives nan (the mode is not unique): MindSpore raises NotImplementedError"
 CLAMPED_MODE = ("torch gives 0 where the concentration is below 1 (the density's maximum at the "
                 "boundary): MindSpore gives nan there")
@@ -47,9 +52,9 @@ FAMILIES = {
     "Normal": Family(("loc", "scale"), rsample=True),
     "Uniform": Family(("low", "high"), rsample=True, lacks={"mode": NAN_MODE}),
     "Exponential": Family(("rate",), rsample=True),
-    "Gamma": Family(("concentration", "rate"), lacks={"mode": CLAMPED_MODE}, cpu_sample=False),
-    "Beta": Family(("concentration1", "concentration0"), lacks={"mode": CLAMPED_MODE}, cpu_sample=False),
-    "Poisson": Family(("rate",), no_kl=True, cpu_sample=False),
+    "Gamma": Family(("concentration", "rate"), lacks={"mode": CLAMPED_MODE}),
+    "Beta": Family(("concentration1", "concentration0"), lacks={"mode": CLAMPED_MODE}),
+    "Poisson": Family(("rate",), no_kl=True),
     "Geometric": Family(("probs",)),
     "LogNormal": Family(("loc", "scale")),
     "Gumbel": Family(("loc", "scale"), rsample=True),
@@ -65,19 +70,48 @@ FAMILIES = {
     "Laplace": Family(("loc", "scale"), rsample=True, generated=True),
     "HalfNormal": Family(("scale",), rsample=True, generated=True, no_kl=True),
     "OneHotCategorical": Family(("probs", "logits"), generated=True, event=True),
-    "Dirichlet": Family(("concentration",), generated=True, event=True, cpu_sample=False,
+    "Dirichlet": Family(("concentration",), generated=True, event=True,
                         lacks={"mode": "torch's Dirichlet.mode (concentrations below 1): convert by hand"}),
     "TransformedDistribution": Family((), rsample=True, generated=True, no_kl=True,
                                       lacks={p: "torch's TransformedDistribution has none either (NotImplementedError)"
                                              for p in ("mean", "stddev", "variance", "mode")}),
-    "StudentT": Family(("df", "loc", "scale"), generated=True, no_kl=True, cpu_sample=False),
-    "Chi2": Family(("df",), generated=True, no_kl=True, cpu_sample=False),
+    "StudentT": Family(("df", "loc", "scale"), generated=True, no_kl=True),
+    "Chi2": Family(("df",), generated=True, no_kl=True),
     "Binomial": Family(("total_count", "probs", "logits"), generated=True, no_kl=True),
     "Multinomial": Family(("probs", "total_count", "logits"), generated=True, event=True, no_kl=True,
                           lacks={"mode": "torch's Multinomial.mode: convert by hand"}),
     "Bernoulli": Family(("probs",), lacks={"mode": "torch gives nan where probs is 0.5; MindSpore's "
                                                       "Bernoulli.mode raises on CPU"}),
+    "Pareto": Family(("scale", "alpha"), rsample=True, generated=True),
+    "Weibull": Family(("scale", "concentration"), rsample=True, generated=True, no_kl=True),
+    "HalfCauchy": Family(("scale",), rsample=True, generated=True, no_kl=True),
+    "NegativeBinomial": Family(("total_count", "probs", "logits"), generated=True, no_kl=True,
+                               rsample_lacks=NO_RSAMPLE),
+    "FisherSnedecor": Family(("df1", "df2"), generated=True, no_kl=True, rsample_lacks=GAMMA_DRAWS),
+    "InverseGamma": Family(("concentration", "rate"), generated=True, no_kl=True, rsample_lacks=GAMMA_DRAWS),
+    "Kumaraswamy": Family(("concentration1", "concentration0"), rsample=True, generated=True, no_kl=True,
+                          differs={"mode": "torch 2.x gives nan where concentration0 > 1 (its formula takes "
+                                           "log(1 - concentration0)); the converted code gives the true mode "
+                                           "((a - 1) / (a * b - 1)) ** (1 / a) (nan where a or b is below 1)"}),
+    "ContinuousBernoulli": Family(("probs", "logits"), rsample=True, generated=True,
+                                  lacks={"mode": "torch's ContinuousBernoulli has none either (NotImplementedError)"}),
+    "RelaxedBernoulli": Family(("probs", "logits", "temperature"), rsample=True, generated=True, no_kl=True,
+                               lacks=NONE_IN_TORCH),
+    "RelaxedOneHotCategorical": Family(("probs", "logits", "temperature"), rsample=True, generated=True,
+                                       event=True, no_kl=True, lacks=NONE_IN_TORCH),
+    "OneHotCategoricalStraightThrough": Family(("probs", "logits"), rsample=True, generated=True, event=True),
+    "LowRankMultivariateNormal": Family(("loc", "cov_factor", "cov_diag", "covariance_matrix",
+                                         "precision_matrix", "scale_tril"), rsample=True, generated=True,
+                                        event=True),
+    "MixtureSameFamily": Family((), generated=True, no_kl=True, rsample_lacks=NO_RSAMPLE,
+                                lacks={"mode": "torch's MixtureSameFamily has none either (NotImplementedError)"}),
+    # draws on the simplex of loc.shape[-1] + 1 values: the shapes are not the parameters'
+    "LogisticNormal": Family((), rsample=True, generated=True, no_kl=True, lacks=NONE_IN_TORCH),
+    "VonMises": Family(("loc", "concentration"), generated=True, no_kl=True, rsample_lacks=NO_RSAMPLE),
 }
+# torch's kl_divergence pairs across two families that the first's kl_loss computes (both classes
+# report "MultivariateNormal" with loc and scale_tril)
+KL_ACROSS = {("LowRankMultivariateNormal", "MultivariateNormal"), ("MultivariateNormal", "LowRankMultivariateNormal")}
 PROPERTIES = {"mean": "{x}.mean()", "stddev": "{x}.sd()", "variance": "{x}.var()", "mode": "{x}.mode()"}
 
 
@@ -104,12 +138,15 @@ def generated_class(site):
     from msmigrate.rules.generated import distributions as generated
 
     cls = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
-    source = textwrap.dedent(inspect.getsource(cls))
-    for helper in (generated.msmigrate_float_params, generated.msmigrate_Transform):
-        if re.search(rf"\b{helper.__name__}\b", source):   # used, or a base class: defined first
-            site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
-    name = site.rw.imports.define(cls.__name__, source)
-    return site.node.with_changes(func=name)
+
+    def define(obj):   # the helpers and base classes it names first (the file runs top-down)
+        source = textwrap.dedent(inspect.getsource(obj))
+        for used in dict.fromkeys(re.findall(r"\bmsmigrate_\w+", source)):
+            if used != obj.__name__ and hasattr(generated, used):
+                define(getattr(generated, used))
+        return site.rw.imports.define(obj.__name__, source)
+
+    return site.node.with_changes(func=define(cls))
 
 
 def probs_or_logits(site):
@@ -153,6 +190,8 @@ def prop(site):
     if name in family.lacks:
         raise Unconvertible(f"{kind}.{name}: {family.lacks[name]}", "review")
     out = site.expr(PROPERTIES[name], x=site.receiver)
+    if name in family.differs:
+        site.flag("review", f"{kind}.{name}: {family.differs[name]}")
     if name == "mode" and family.sample_cast:   # a category, in torch's dtype
         out = site.expr("{d}.astype({t})", d=out, t=family.sample_cast)
     return out
@@ -179,22 +218,34 @@ def parameter(site):
 
 
 def sample(site):
-    """`d.sample(shape)`: MindSpore's `shape=`; draws in torch's dtype."""
+    """`d.sample(shape)`: MindSpore's `shape=`; draws in torch's dtype (Gamma, Beta, Poisson: by
+    msmigrate_gamma_draws, their own sample has no CPU kernel)."""
     kind, family = _family(site)
     rsample = site.record.method_name == "rsample"
+    if rsample and family.rsample_lacks:
+        raise Unconvertible(f"{kind}.rsample: {family.rsample_lacks}", "review")
     if rsample and not family.rsample:
         raise Unconvertible(f"{kind}.rsample: MindSpore's {kind} draws are not a differentiable function of "
                             f"the parameters (no gradient flows back through them)", "review")
     shape = site.arg("sample_shape")
+    if kind in GAMMA_FAMILY:
+        import inspect
+        import textwrap
+
+        from msmigrate.rules.generated import distributions as generated
+        helper = generated.msmigrate_gamma_draws
+        name = site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
+        return site.expr("{f}({x})", f=name, x=site.receiver) if shape is None else \
+            site.expr("{f}({x}, {s})", f=name, x=site.receiver, s=shape)
     method = "rsample" if rsample and family.generated else "sample"
     out = site.expr("{x}.%s()" % method, x=site.receiver) if shape is None else \
         site.expr("{x}.%s({s})" % method, x=site.receiver, s=shape)
     if family.sample_cast:
         out = site.expr("{d}.astype({t})", d=out, t=family.sample_cast)
-    if not family.cpu_sample:
-        site.flag("review", f"{kind}.{site.record.method_name}: MindSpore 2.10 has no CPU kernel for "
-                            f"{kind} draws (GPU/Ascend only)")
     return out
+
+
+GAMMA_FAMILY = ("Gamma", "Beta", "Poisson")   # MindSpore's own draws have no CPU kernel
 
 
 def kl_divergence(site):
@@ -208,7 +259,7 @@ def kl_divergence(site):
     original = _bind(site.record, site.rw.original_call.args)[0] if site.rw.original_call is not None else {}
     kinds = [_kind(site.rw._receiver_instance(original[name].value)) if name in original else None
              for name in ("p", "q")]
-    if kinds[0] and kinds[1] and kinds[0] != kinds[1]:
+    if kinds[0] and kinds[1] and kinds[0] != kinds[1] and tuple(kinds) not in KL_ACROSS:
         raise Unconvertible(f"KL between {kinds[0]} and {kinds[1]}: MindSpore's kl_loss is defined "
                             f"between two distributions of one family only", "review")
     if kinds[0] in FAMILIES and FAMILIES[kinds[0]].no_kl:
@@ -256,6 +307,8 @@ def perplexity(site):
 def batch_shape(site):
     """The parameters' broadcast shape (without a Categorical's last axis, its categories)."""
     kind, family = _family(site)
+    if _own(kind, family, "batch_shape"):
+        return site.node
     if family.event:
         return site.expr("{x}.%s.shape[:-1]" % family.params[0], x=site.receiver)
     if family.generated and family.params:
@@ -270,11 +323,19 @@ def batch_shape(site):
 def event_shape(site):
     """Every family converted here draws scalars (torch.Size([])) but these."""
     kind, family = _family(site)
+    if _own(kind, family, "event_shape"):
+        return site.node
     if family.event:
         return site.expr("{x}.%s.shape[-1:]" % family.params[0], x=site.receiver)
     if family.generated and not family.params:
         raise Unconvertible(f"{kind}.event_shape: convert this use by hand", "review")
     return site.expr("()")
+
+
+def _own(kind, family, name) -> bool:
+    """The generated class of `kind` defines `name` itself (its shapes are not its parameters')."""
+    from msmigrate.rules.generated import distributions as generated
+    return family.generated and hasattr(getattr(generated, "msmigrate_" + kind, None), name)
 
 
 def generated_function(site):
@@ -288,3 +349,40 @@ def generated_function(site):
     function = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
     name = site.rw.imports.define(function.__name__, textwrap.dedent(inspect.getsource(function)))
     return site.node.with_changes(func=name)
+
+
+# torch's icdf where MindSpore's class has none: from its parameters (get_dist_args order)
+ICDF = {
+    "Cauchy": "{loc} + {scale} * {tan}({pi} * ({q} - 0.5))",
+    "Exponential": "-{log1p}(-{q}) / {rate}",
+    "Uniform": "{low} + {q} * ({high} - {low})",
+    "Normal": "{loc} + {scale} * {erfinv}(2 * {q} - 1) * 1.4142135623730951",
+    "LogNormal": "{exp}({loc} + {scale} * {erfinv}(2 * {q} - 1) * 1.4142135623730951)",
+    "Gumbel": "{loc} - {scale} * {log}(-{log}({q}))",
+}
+
+
+def icdf(site):
+    """`d.icdf(q)`: the generated classes' own; a closed form for MindSpore's families in ICDF."""
+    import math
+
+    kind, family = _family(site)
+    if family.generated:
+        from msmigrate.rules.generated import distributions as generated
+        if hasattr(getattr(generated, "msmigrate_" + kind), "icdf"):
+            return site.node
+        raise Unconvertible(f"{kind}.icdf: torch's {kind} has none either (NotImplementedError)", "review")
+    if kind not in ICDF:
+        raise Unconvertible(f"{kind}.icdf: MindSpore's {kind} has no inverse cdf: convert by hand", "manual")
+    q = site.arg("value")
+    if q is None:
+        raise Unconvertible(f"{kind}.icdf without its argument", "review")
+    args = {}
+    for at, name in enumerate(family.params):
+        args[name] = site.expr("{b}(*{x}.get_dist_args())[%d]" % at, x=site.receiver,
+                               b="@mindspore.numpy.broadcast_arrays") if len(family.params) > 1 else \
+            site.expr("{x}.get_dist_args()[%d]" % at, x=site.receiver)
+    names = {"q": q, "tan": "@mindspore.ops.tan", "log1p": "@mindspore.ops.log1p", "log": "@mindspore.ops.log",
+             "exp": "@mindspore.ops.exp", "erfinv": "@mindspore.ops.erfinv",
+             "pi": site.expr(repr(math.pi)), **args}
+    return site.expr(ICDF[kind], **{k: v for k, v in names.items() if "{%s}" % k in ICDF[kind]})
