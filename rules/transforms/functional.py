@@ -299,3 +299,11 @@ def max_pool1d(site):
         return site.expr("(lambda o, i: (o.reshape({x}.shape[:-1] + (-1,)), i.reshape({x}.shape[:-1] + (-1,))))(*{c})",
                          x=x, c=call)
     return site.expr("{c}.reshape({x}.shape[:-1] + (-1,))", c=call, x=x)
+
+
+def single_int(value, site):
+    """A one-element tuple or list literal -> its element: ops.avg_pool1d takes ints only, torch
+    also `(2,)`."""
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 1:
+        return value.elements[0].value
+    return value

@@ -564,6 +564,10 @@ def bucketize(site):
     keeps the output dtype of its first call: ops.bucketize then ops.searchsorted (int64) in one
     process fails. ops.searchsorted also returns torch's int64."""
     _no_out(site)
+    number = isinstance(site.arg("input"), (cst.Integer, cst.Float, cst.UnaryOperation))
+    if number or (site.has("out_int32") and not _is_false(site.arg("out_int32"))):
+        # a number input, or int32 output, which the sticky kernel dtype would break: generated
+        return site.call(_generated_function(site, "msmigrate_bucketize"))
     args = [cst.Arg(site.arg("boundaries")), cst.Arg(site.arg("input"))]
     for name in ("right", "out_int32"):
         if site.has(name):
@@ -1380,3 +1384,59 @@ def _generated_needs(module, name: str, seen=None) -> list:
     if function not in seen:
         seen.append(function)
     return seen
+
+
+# ---- small argument fixes (the per-API suite's functions_docs family) --------------------
+
+def list_to_tuple(value, site):
+    """A list literal -> a tuple literal: MindSpore's tile / axis / AffineGrid / MaxUnpool
+    arguments take tuples and reject lists, which torch takes alike."""
+    if isinstance(value, cst.List):
+        elements = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in value.elements]
+        if len(elements) == 1:   # (x,) needs its comma
+            elements[0] = elements[0].with_changes(comma=cst.Comma())
+        return cst.Tuple(elements)
+    return value
+
+
+def cartesian_prod(site):
+    """torch.cartesian_prod of ONE tensor is that 1-D tensor; ops.cartesian_prod gives (n, 1)."""
+    args = list(site.node.args)
+    if len(args) == 1 and not args[0].star:
+        return site.expr("{x}.copy()", x=atom(args[0].value, attribute=True))
+    return site.call(site.record.target)
+
+
+def window(site):
+    """A window function: MindSpore 2.10 returns a float64 window of length 1 whatever the dtype
+    asked (hann, hamming, kaiser); where the length is not visibly above 1 the result is cast."""
+    call = factory(site)
+    try:
+        n = site.literal("window_length")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+            return call
+    except ValueError:
+        pass
+    dtype = site.arg("dtype")
+    if dtype is None or _is_none(dtype):
+        dtype = site.ref("mindspore.float32")
+    return site.expr("{c}.astype({d})", c=call, d=dtype)
+
+
+def svd_any(site):
+    """torch.svd / torch.linalg.svd: unpacked into three names, ops.svd with the names swapped
+    back (svd); any other use (`torch.linalg.svd(x).S`, `[1]`) calls a generated function that
+    returns torch's order."""
+    if _unpacked_names(site.statement, site.node) is not None:
+        try:
+            return svd(site)
+        except Unconvertible:
+            pass
+    if site.unbound:
+        raise Unconvertible("arguments passed through * / **: convert by hand", "review")
+    name = "msmigrate_linalg_svd" if site.qualname == "torch.linalg.svd" else "msmigrate_svd"
+    return site.call(_generated_function(site, name))
+
+
+def _is_false(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
