@@ -55,23 +55,25 @@ def upsample(site):
         raise Unconvertible("mode='bicubic': MindSpore's bicubic kernel gives different values "
                             "(max error 0.24 on unit-normal input, measured)", "manual")
     args = site.standard_args()
-    if site.has("scale_factor") and not site.has("recompute_scale_factor"):
-        try:
-            scale = site.literal("scale_factor")
-        except ValueError:
-            scale = None
+    if not site.has("scale_factor"):
+        return site.call(site.record.target, args)
+    try:
+        scale = site.literal("scale_factor")
+    except ValueError:
+        scale = None
+    if not site.has("recompute_scale_factor"):
         scales = scale if isinstance(scale, (list, tuple)) else [scale]
         if not all(isinstance(s, (int, float)) and float(s).is_integer() for s in scales):
             site.flag("review", f"{site.qualname}: scale_factor={site.code(site.arg('scale_factor'))}: "
                                 f"MindSpore recomputes the scale from the output size (torch "
                                 f"interpolates with the given scale); equal for integer scales")
         args.append(kwarg("recompute_scale_factor", cst.Name("True")))
-        if isinstance(scale, int) or (isinstance(scale, (list, tuple)) and any(isinstance(s, int) for s in scale)):
-            # MindSpore type-checks for float, each element of a tuple too
-            floats = cst.Float(f"{scale}.0") if isinstance(scale, int) else \
-                cst.parse_expression(repr(tuple(float(s) for s in scale)))
-            args = [kwarg("scale_factor", floats, a)
-                    if a.keyword is not None and a.keyword.value == "scale_factor" else a for a in args]
+    if isinstance(scale, int) or (isinstance(scale, (list, tuple)) and any(isinstance(s, int) for s in scale)):
+        # MindSpore type-checks for float, each element of a tuple too
+        floats = cst.Float(f"{scale}.0") if isinstance(scale, int) else \
+            cst.parse_expression(repr(tuple(float(s) for s in scale)))
+        args = [kwarg("scale_factor", floats, a)
+                if a.keyword is not None and a.keyword.value == "scale_factor" else a for a in args]
     return site.call(site.record.target, args)
 
 

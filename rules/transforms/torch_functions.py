@@ -1171,13 +1171,14 @@ def solve_triangular(site):
 
 @_calls("A")
 def lu_factor(site):
-    """scipy's pivots are 0-based, torch's (LAPACK's) 1-based; both int32."""
+    """torch.lu's conversion (msmigrate_lu): scipy's lu_factor per matrix, its 0-based pivots made
+    torch's (LAPACK's) 1-based; both int32."""
     _no_out(site)
     _fields_by_position(site, ("LU", "pivots"))
     if site.has("pivot") and site.code(site.arg("pivot")) != "True":
         raise Unconvertible("lu_factor(pivot=False) is not converted", "review")
-    return site.expr("(lambda LU, pivots: (LU, pivots + 1))(*{f}({a}))", f="@mindspore.scipy.linalg.lu_factor",
-                     a=site.arg("A"))
+    # torch.lu's generated function: scipy's lu_factor one matrix of a batch at a time (2-D only)
+    return site.expr("{f}({a})", f=_generated_function(site, "msmigrate_lu"), a=site.arg("A"))
 
 
 @_calls("A")
