@@ -121,7 +121,7 @@ def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
     src.write_text('"""A program."""\nfrom __future__ import annotations\nimport torch\n'
                    "from torch.nn.utils.prune import l1_unstructured\n\n"
                    "print('started')\nlayer = l1_unstructured(torch.nn.Linear(2, 2), 'weight', 0.5)\n"
-                   "d = torch.distributions.Weibull(torch.ones(3), torch.ones(3))\n")
+                   "d = torch.distributions.Wishart(torch.tensor(3.0), torch.eye(3))\n")
     out = tmp_path / "out"
     r = run(src, "-o", out, "--no-cache", "--strict", cwd=tmp_path)
     assert r.returncode == 1, r.stderr                      # --strict: a file still needs torch
@@ -130,7 +130,7 @@ def test_a_file_still_using_torch_stops_at_its_top(tmp_path):
     lines = code.splitlines()
     assert lines[:2] == ['"""A program."""', "from __future__ import annotations"]
     assert "import torch.nn.utils.prune" in lines         # the submodule the name came from
-    for api in ("torch.nn.utils.prune.l1_unstructured", "torch.distributions.Weibull"):
+    for api in ("torch.nn.utils.prune.l1_unstructured", "torch.distributions.Wishart"):
         entry = next(ln for ln in lines if ln.startswith("#   line") and f": {api}: " in ln)
         at = int(entry.split()[2].rstrip(":"))
         assert api in lines[at - 1]                         # the line it names, in the converted file
