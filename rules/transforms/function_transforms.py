@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
+from msmigrate.rules.transforms.tensor_methods import _commas
 
 # torch name -> (MindSpore target or generated function, {torch argument: MindSpore keyword})
 _TARGETS = {
@@ -71,8 +72,3 @@ def _named(site, fn: cst.Lambda) -> cst.Name:
     body = cst.Module([]).code_for_node(fn.body)
     site.before(f"def {name}({params}):\n    return {body}\n")
     return cst.Name(name)
-
-
-def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
-    return [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + \
-        [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args[-1:]]
