@@ -428,6 +428,15 @@ def taken_names(module: cst.Module) -> set[str]:
     return {name for name, qual in collector.names.items() if not is_source(qual)}
 
 
+def fresh_name(base: str, taken: set[str], first: int = 1) -> str:
+    """`base`, else `base_<n>` for the first n from `first` that `taken` does not hold (the
+    caller reserves it, where later names must differ from it)."""
+    name, n = base, first
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
 # ---------------------------------------------------------------------------------------
 # The same facts from the stdlib `ast`, an order of magnitude cheaper than a libcst visit.
 # ---------------------------------------------------------------------------------------

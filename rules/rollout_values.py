@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, reads, writes
-from msmigrate.names import PathScan, PathTransformer, dotted
+from msmigrate.names import PathScan, PathTransformer, dotted, fresh_name
 from msmigrate.rules.transforms.common import generated_text
 
 _FILLS = {"append", "insert", "extend", "appendleft"}
@@ -408,9 +408,6 @@ class _Outside(Exception):
 
 
 def _fresh(base: str, taken: set[str]) -> str:
-    name, i = base, 1
-    while name in taken:
-        i += 1
-        name = f"{base}_{i}"
+    name = fresh_name(base, taken, first=2)
     taken.add(name)
     return name

@@ -31,8 +31,8 @@ from collections import Counter
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
-from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, is_source, is_statement_type,
-                             params_of, resolve)
+from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
+                             is_statement_type, params_of, resolve)
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -103,9 +103,7 @@ class _Names:
         self.taken = set(taken)
 
     def __call__(self, base: str) -> str:
-        name, i = base, 1
-        while name in self.taken:
-            name, i = f"{base}_{i}", i + 1
+        name = fresh_name(base, self.taken)
         self.taken.add(name)
         return name
 

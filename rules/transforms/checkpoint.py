@@ -12,7 +12,7 @@ import re
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
-from msmigrate.names import dotted, resolve
+from msmigrate.names import dotted, fresh_name, resolve
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 
@@ -197,11 +197,7 @@ def _statement_call(site) -> bool:
 
 
 def _fresh(site, base: str) -> str:
-    taken = site.rw.ctx.names.taken | set(site.rw.ctx.names.imports)
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    return name
+    return fresh_name(base, site.rw.ctx.names.taken | set(site.rw.ctx.names.imports))
 
 
 def load_state_dict(site):

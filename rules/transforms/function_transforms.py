@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
+from msmigrate.names import fresh_name
 from msmigrate.rules.transforms.tensor_methods import _commas
 
 # torch name -> (MindSpore target or generated function, {torch argument: MindSpore keyword})
@@ -48,7 +49,12 @@ def transform_call(site):
         elif name == "func":
             args.insert(0, cst.Arg(_named(site, value) if isinstance(value, cst.Lambda) else value))
         elif name == "primals" and "*primals" in site.record.args:   # packed into one tuple when several
-            elements = value.elements if isinstance(value, cst.Tuple) and len(site.node.args) > 2 else None
+            several = sum(a.keyword is None for a in site.node.args) > 2   # func and more than one primal
+            elements = value.elements if isinstance(value, cst.Tuple) and several else None
+            if elements is None and isinstance(value, (cst.Tuple, cst.List)):
+                raise Unconvertible("a tuple given as one primal: MindSpore's vjp differentiates tensor inputs "
+                                    "only (its gradient of a tuple is empty); pass the tensors as separate "
+                                    "primals", "review")
             args += [cst.Arg(e.value) for e in elements] if elements is not None else [cst.Arg(value)]
         else:
             args.append(kwarg(renames.get(name, name), value))
@@ -63,11 +69,8 @@ def transform_call(site):
 def _named(site, fn: cst.Lambda) -> cst.Name:
     """A def of the lambda just before the statement: MindSpore parses the function it compiles
     from its file and fails on a lambda inside a call."""
-    taken = site.rw.ctx.names.taken
-    name, k = "msmigrate_fn", 1
-    while name in taken or name in site.rw.ctx.names.imports:
-        name, k = f"msmigrate_fn_{k}", k + 1
-    taken.add(name)
+    name = fresh_name("msmigrate_fn", site.rw.ctx.names.taken | set(site.rw.ctx.names.imports))
+    site.rw.ctx.names.taken.add(name)
     params = cst.Module([]).code_for_node(fn.params)
     body = cst.Module([]).code_for_node(fn.body)
     site.before(f"def {name}({params}):\n    return {body}\n")
