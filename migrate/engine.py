@@ -1023,7 +1023,7 @@ class Rewriter(cst.CSTTransformer):
         self._skip_chain(node.func)
         func = node.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and \
-                any(r.read for r in self.table.by_method.get(func.value.attr.value, ())) and \
+                any(r.read for r in self.table.methods(func.value.attr.value)) and \
                 not is_source(self.scopes.resolve(func.value)):    # not a module path: torch.utils.data.X
             # a method called on a tensor attribute read (`w.data.numpy()`, `x.real.sum()`): the
             # receiver is read like any other (leave_Attribute)
@@ -1146,7 +1146,7 @@ class Rewriter(cst.CSTTransformer):
                 cst.Index(cst.Integer(str(fields.index(original.attr.value)))))])
         if id(original) in self.skip or id(original) in self.stores:
             return updated
-        candidates = [r for r in self.table.by_method.get(original.attr.value, ()) if r.read]
+        candidates = [r for r in self.table.methods(original.attr.value) if r.read]
         inst = self._receiver_instance(original.value) if candidates else None
         bound = [c for c in candidates if c.class_bound and inst is not None
                  and self._same_class(c.torch.rpartition(".")[0], inst)]
@@ -1408,6 +1408,8 @@ class Rewriter(cst.CSTTransformer):
         found = self.call_records.get(id(value)) if isinstance(value, cst.Call) else None
         if found is None and isinstance(value, cst.Call):
             return self._converted_constructor(value)
+        if found is not None and found[0].torch in _RETURNS_FIRST_ARGUMENT and value.args:
+            return self._constructed(value.args[0].value)   # `model = torch.compile(Net())`
         return None if found is None else found[0]
 
     def _converted_constructor(self, call: cst.Call) -> ApiRecord | None:
@@ -1473,6 +1475,9 @@ class Rewriter(cst.CSTTransformer):
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
 
+
+# torch functions returning the object they are given (converted to that object)
+_RETURNS_FIRST_ARGUMENT = frozenset({"torch.compile"})
 
 # Module methods that return the module itself
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_"})

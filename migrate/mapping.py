@@ -238,6 +238,10 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
         else:
             out[name] = ApiRecord(torch=qual, status="review", transform="tensor_methods.keep",
                                   note=PASSTHROUGH_NOTE.format(name=name), source=path.name)
+    for name in data.get("torch_attributes", ()):   # read as they are, or marked
+        if name not in verified and name not in by_method:
+            out[name] = ApiRecord(torch=f"torch.Tensor.{name}", status="review", transform="tensor_methods.keep",
+                                  read=True, note=PASSTHROUGH_NOTE.format(name=name), source=path.name)
     return out, verified
 
 

@@ -39,7 +39,9 @@ def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_re
             "args": list(opts.args), "perturb": perturb}
     spec_path = workdir / f"{out.name}_spec.json"
     spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0"}
+    # torch.compile'd code runs eagerly: the runner's hooks (weights, losses) do not trace, and the
+    # values are torch's own up to rounding
+    env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0", "TORCHDYNAMO_DISABLE": "1"}
     try:
         proc = subprocess.run([sys.executable, "-m", "msmigrate.parity.runner", str(spec_path)],
                               capture_output=True, text=True, timeout=opts.timeout, env=env)

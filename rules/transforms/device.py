@@ -113,7 +113,7 @@ def deterministic_setting(site):
     if site.is_call:
         raise Unconvertible("called: torch.backends.cudnn.deterministic is a flag", "manual")
     if value is None:
-        return site.expr("({get}('deterministic') == 'ON')", get=site.ref("mindspore.get_context"))
+        return _deterministic(site)
     site.before(cst.SimpleStatementLine([cst.Expr(site.expr(
         "{set}({v})", set=site.ref("mindspore.set_deterministic"), v=value))]))
     return site.REMOVED
@@ -167,3 +167,83 @@ def _register_created_cell(site) -> None:
     site.rw.instances[name] = rec
     if rec.on_instantiate:
         transform_function(rec.on_instantiate)(site, name)
+
+
+def _deterministic(site):
+    return site.expr("({get}('deterministic') == 'ON')", get=site.ref("mindspore.get_context"))
+
+
+def deterministic_query(site):
+    """torch.are_deterministic_algorithms_enabled() / get_deterministic_debug_mode(): MindSpore's
+    context says whether ms.set_deterministic turned it on (debug mode 2, 'error', is torch's
+    mode of use_deterministic_algorithms(True))."""
+    if site.record.method_name == "get_deterministic_debug_mode":
+        return site.expr("(2 if {on} else 0)", on=_deterministic(site))
+    return _deterministic(site)
+
+
+def deterministic_debug_mode(site):
+    """torch.set_deterministic_debug_mode(mode): 'default' / 0 turns deterministic algorithms off,
+    'warn' / 'error' (1 / 2) on (MindSpore has no warn-only mode: it is deterministic)."""
+    mode = site.arg("debug_mode")
+    if mode is None:
+        raise Unconvertible("set_deterministic_debug_mode without a mode", "manual")
+    try:
+        on = cst.Name(str(site.literal("debug_mode") not in (0, "default")))
+    except ValueError:
+        on = site.expr("{m} not in (0, 'default')", m=mode)
+    return site.expr("{set}({on})", set=site.ref("mindspore.set_deterministic"), on=on)
+
+
+# torch's queries of settings MindSpore has no counterpart of: the answer that describes
+# MindSpore's behaviour
+_SETTLED_ANSWERS = {
+    "is_deterministic_algorithms_warn_only_enabled": "False",   # no warn-only mode
+    "get_float32_matmul_precision": "'highest'",   # a float32 matmul stays float32 (no TF32)
+    "is_warn_always_enabled": "False",
+    "compiled_with_cxx11_abi": "True",
+    "is_conj": "False",   # MindSpore conjugates and negates at once: no tensor is a lazy view
+    "is_neg": "False",
+}
+
+
+def settled_answer(site):
+    name = site.record.method_name
+    if name == "get_float32_matmul_precision":
+        site.flag("review", "torch answers what set_float32_matmul_precision set; MindSpore's float32 matmul "
+                            "stays float32: 'highest'")
+    return cst.parse_expression(_SETTLED_ANSWERS[name])
+
+
+def compiled_model(site):
+    """torch.compile(model_or_fn, ...) -> model_or_fn: the same computation uncompiled (the
+    converted training step is compiled by @ms.jit already); a bare `@torch.compile`
+    decorator goes."""
+    target = site.arg("model") if site.is_call else None
+    stmt = site.statement
+    if target is None and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and any(
+            site.rw.scopes.resolve(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+            == site.qualname for d in stmt.decorators):
+        return site.REMOVED     # `@torch.compile` / `@torch.compile(mode=...)`
+    if target is None:
+        raise Unconvertible("torch.compile without the model to compile: MindSpore runs the function as it "
+                            "is (or compile it with @ms.jit)", "manual")
+    return target
+
+
+# a global default of float32 is MindSpore's own (Python floats make float32 tensors)
+_FLOAT32_DEFAULTS = frozenset({"torch.float32", "torch.float", "torch.FloatTensor", "torch.cuda.FloatTensor"})
+
+
+def default_dtype_setting(site):
+    """torch.set_default_dtype(torch.float32) / set_default_tensor_type(torch.FloatTensor or
+    'torch.cuda.FloatTensor'): MindSpore's default already, the call goes. Any other default
+    changes every tensor the program creates: MindSpore has no global default dtype."""
+    arg = site.arg(site.record.args[0]) if site.record.args else None
+    value = site.rw.scopes.resolve(arg) if arg is not None else None
+    if value is None and isinstance(arg, cst.SimpleString):
+        value = arg.evaluated_value
+    if value in _FLOAT32_DEFAULTS or arg is not None and site.code(arg) in ("ms.float32", "mindspore.float32"):
+        return site.REMOVED
+    raise Unconvertible("MindSpore has no global default dtype: pass dtype= where tensors are created",
+                        "unsupported")

@@ -1117,14 +1117,21 @@ def layout(site):
                         "are COOTensor/CSRTensor): drop the layout", "review")
 
 
+# what MindSpore's answer is (it records no operations) and what torch says otherwise
+_AUTOGRAD_ANSWERS = {
+    "is_leaf": ("True", "False for the result of an operation on a tensor requiring grad"),
+    "grad_fn": ("None", "a grad_fn for the result of an operation on a tensor requiring grad"),
+    "retains_grad": ("False", "True after x.retain_grad()"),
+}
+
+
 def autograd_attribute(site):
-    """x.is_leaf / x.grad_fn: MindSpore records no operations on tensors (it differentiates
-    functions), so every tensor reads as torch's leaf without a grad_fn; marked, since torch
-    says otherwise for the result of an operation on a tensor that requires grad."""
-    leaf = site.record.method_name == "is_leaf"
-    site.flag("review", f"{site.qualname} -> {'True' if leaf else 'None'}: MindSpore records no operations (torch: "
-                        f"{'False' if leaf else 'a grad_fn'} for the result of an operation on a tensor requiring grad)")
-    return cst.Name("True" if leaf else "None")
+    """x.is_leaf / x.grad_fn / x.retains_grad: MindSpore records no operations on tensors (it
+    differentiates functions), so every tensor reads as torch's leaf without a grad_fn; marked,
+    since torch says otherwise where autograd recorded something."""
+    answer, torch_says = _AUTOGRAD_ANSWERS[site.record.method_name]
+    site.flag("review", f"{site.qualname} -> {answer}: MindSpore records no operations (torch: {torch_says})")
+    return cst.Name(answer)
 
 
 def requires_grad_read(site):

@@ -769,7 +769,23 @@ def sizes(site):
         # type"): torch's default, float32, is given where the shape may be () at run time
         site.bound["dtype"] = cst.Arg(site.ref("mindspore.float32"), keyword=cst.Name("dtype"),
                                       equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-    return _trainable(site, site.call(site.record.target))
+    return _trainable(site, _complex_normal(site) or site.call(site.record.target))
+
+
+# the real dtype of each complex one: torch.randn draws both parts from N(0, 1/2)
+_COMPLEX_PARTS = {"complex64": "float32", "cfloat": "float32", "complex128": "float64", "cdouble": "float64"}
+
+
+def _complex_normal(site):
+    """torch.randn(..., dtype=torch.complex64): MindSpore's randn draws real numbers only; the
+    real and imaginary parts are two draws scaled to variance 1/2 each, as torch's are."""
+    dtype = site.arg("dtype")
+    part = _COMPLEX_PARTS.get(site.code(dtype).rsplit(".", 1)[-1]) if dtype is not None else None
+    if site.record.torch != "torch.randn" or part is None:
+        return None
+    site.bound["dtype"] = site.bound["dtype"].with_changes(value=site.ref(f"mindspore.{part}"))
+    return site.expr("{c}()({re} * 0.7071067811865476, {im} * 0.7071067811865476)", c="@mindspore.ops.Complex",
+                     re=site.call(site.record.target), im=site.call(site.record.target))
 
 
 def _may_be_empty(shape) -> bool:
