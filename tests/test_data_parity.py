@@ -65,6 +65,19 @@ def pad_batch(batch):
     return torch.from_numpy(xs), torch.tensor([int(y) for _, y in batch])
 
 
+class EvensFirst(torch.utils.data.Sampler):
+    """A sampler the program writes: even indices, then odd ones."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(list(range(0, self.n, 2)) + list(range(1, self.n, 2)))
+
+    def __len__(self):
+        return self.n
+
+
 class Stream(torch.utils.data.IterableDataset):
     def __iter__(self):
         for i in range(7):
@@ -73,6 +86,7 @@ class Stream(torch.utils.data.IterableDataset):
 
 ragged = Ragged()
 tds = TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
+batches_of_3 = torch.utils.data.BatchSampler(EvensFirst(10), batch_size=3, drop_last=False)
 loaders = {
     "tensor_ds": DataLoader(tds, batch_size=4),
     "tensor_ds_drop_last": DataLoader(tds, batch_size=4, drop_last=True, num_workers=0),
@@ -83,6 +97,10 @@ loaders = {
     "iterable": DataLoader(Stream(), batch_size=3),
     "collate": DataLoader(ragged, batch_size=2, collate_fn=pad_batch),
     "collate_drop_last": DataLoader(ragged, batch_size=2, collate_fn=pad_batch, drop_last=True),
+    "program_sampler": DataLoader(Pairs(X, Y), batch_size=4, sampler=EvensFirst(10)),
+    "batch_sampler": DataLoader(tds, batch_sampler=batches_of_3),
+    "batch_sampler_inline": DataLoader(Pairs(X, Y), batch_sampler=torch.utils.data.BatchSampler(
+        torch.utils.data.SequentialSampler(range(10)), 4, True)),
 }
 shuffled = DataLoader(tds, batch_size=4, shuffle=True)
 '''
@@ -325,7 +343,7 @@ def vision_results():
 
 
 LOADER_CASES = ["tensor_ds", "tensor_ds_drop_last", "inline_single", "pairs", "triples", "batch_default",
-                "iterable", "collate", "collate_drop_last"]
+                "iterable", "collate", "collate_drop_last", "program_sampler", "batch_sampler", "batch_sampler_inline"]
 
 
 @pytest.mark.framework

@@ -46,6 +46,12 @@ def dataset_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
+def sampler_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
+    """A sampler of the program: GeneratorDataset(sampler=...) iterates it as torch's loader
+    does (any iterable of indices); only its torch base goes."""
+    return cls
+
+
 class _UnwrapEagerTransforms(cst.CSTTransformer):
     """`img = self.transform(img)` in a sample method: MindSpore's Compose called on a PIL image
     returns a 1-tuple (torchvision's: the tensor), which GeneratorDataset batches one dimension
@@ -384,10 +390,8 @@ def data_loader(site):
     if src is None:
         raise Unconvertible("DataLoader without a dataset argument", "manual")
     _bind_unpacked_kwargs(site)
-    for name in ("batch_sampler",):
-        if site.has(name):
-            raise Unconvertible(f"{name}= has no direct equivalent: build the batches with a sampler and "
-                                f".batch() by hand", "manual")
+    if site.has("batch_sampler"):
+        _unpack_batch_sampler(site)
     collate = site.arg("collate_fn")
     if collate is not None and site.code(collate) == "None":
         collate = None
@@ -649,15 +653,55 @@ def _replace_node(tree, old, new):
     return tree.visit(Swap())
 
 
+def batch_sampler(site):
+    return site.call(generated(site, generated_data.msmigrate_BatchSampler))
+
+
+def _unpack_batch_sampler(site) -> None:
+    """DataLoader(ds, batch_sampler=BatchSampler(s, n, drop_last)) -> the loader of
+    DataLoader(ds, sampler=s, batch_size=n, drop_last=drop_last): the same batches."""
+    value = site.arg("batch_sampler")
+    fields = ("sampler", "batch_size", "drop_last")
+    if isinstance(value, cst.Call) and dotted(value.func) == "msmigrate_BatchSampler":   # converted in place
+        parts = dict(zip(fields, [a.value for a in value.args if a.keyword is None]))
+        parts.update({a.keyword.value: a.value for a in value.args if a.keyword is not None})
+    elif isinstance(value, cst.Name) and _assigned_from(site, value) in _BATCH_SAMPLERS:
+        parts = {f: cst.Attribute(value=value, attr=cst.Name(f)) for f in fields}   # the generated class's
+    else:
+        raise Unconvertible("batch_sampler= other than a BatchSampler(sampler, batch_size, drop_last): "
+                            "MindSpore batches with .batch(); give the loader a sampler and a batch size", "manual")
+    del site.bound["batch_sampler"]
+    for name, part in parts.items():
+        site.bound[name] = kwarg(name, part)
+
+
+_BATCH_SAMPLERS = ("torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler")
+
+
+def _assigned_from(site, name: cst.Name) -> str | None:
+    """What the callee of the source's one top-level `name = <call>` resolves to (None when
+    there is not exactly one such assignment)."""
+    found = [stmt.body[0].value for stmt in site.rw.module.body
+             if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+             and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1
+             and dotted(stmt.body[0].targets[0].target) == name.value]
+    if len(found) != 1 or not isinstance(found[0], cst.Call):
+        return None
+    return site.rw.scopes.resolve(found[0].func)
+
+
 # torch samplers the tables convert to mindspore.dataset samplers
 _SAMPLERS = ("DistributedSampler", "RandomSampler", "SequentialSampler", "SubsetRandomSampler",
              "WeightedRandomSampler")
 
 
 def _converted_sampler(site, sampler) -> bool:
-    """sampler= is (a name assigned from) one of the samplers the tables convert."""
+    """sampler= is (a name assigned from) one of the samplers the tables convert, or an object
+    of a sampler class of the program (GeneratorDataset iterates any iterable of indices)."""
     if isinstance(sampler, cst.Call):
-        return (dotted(sampler.func) or "").rsplit(".", 1)[-1] in _SAMPLERS
+        name = dotted(sampler.func) or ""
+        return name.rsplit(".", 1)[-1] in _SAMPLERS or re.search(
+            rf"(?m)^class\s+{re.escape(name)}\s*\([^)]*\bSampler\b", site.rw.module_code) is not None
     name = dotted(sampler)
     if name is None:
         return False

@@ -196,23 +196,27 @@ def deterministic_debug_mode(site):
 
 
 # torch's queries of settings MindSpore has no counterpart of: the answer that describes
-# MindSpore's behaviour
+# MindSpore's behaviour, and where torch may answer otherwise (marked)
 _SETTLED_ANSWERS = {
-    "is_deterministic_algorithms_warn_only_enabled": "False",   # no warn-only mode
-    "get_float32_matmul_precision": "'highest'",   # a float32 matmul stays float32 (no TF32)
-    "is_warn_always_enabled": "False",
-    "compiled_with_cxx11_abi": "True",
-    "is_conj": "False",   # MindSpore conjugates and negates at once: no tensor is a lazy view
-    "is_neg": "False",
+    "is_deterministic_algorithms_warn_only_enabled": ("False", None),   # no warn-only mode
+    "get_float32_matmul_precision": ("'highest'", "torch answers what set_float32_matmul_precision set; "
+                                                  "MindSpore's float32 matmul stays float32"),
+    "is_warn_always_enabled": ("False", None),
+    "compiled_with_cxx11_abi": ("True", None),
+    "is_conj": ("False", None),   # MindSpore conjugates and negates at once: no tensor is a lazy view
+    "is_neg": ("False", None),
+    "is_grad_enabled": ("True", "torch: False inside no_grad() / set_grad_enabled(False) / inference_mode(), "
+                                "blocks MindSpore has no global state for (it differentiates functions)"),
+    "is_inference_mode_enabled": ("False", "torch: True inside inference_mode(), which MindSpore has no "
+                                           "global state for"),
 }
 
 
 def settled_answer(site):
-    name = site.record.method_name
-    if name == "get_float32_matmul_precision":
-        site.flag("review", "torch answers what set_float32_matmul_precision set; MindSpore's float32 matmul "
-                            "stays float32: 'highest'")
-    return cst.parse_expression(_SETTLED_ANSWERS[name])
+    answer, why = _SETTLED_ANSWERS[site.record.method_name]
+    if why:
+        site.flag("review", f"{site.qualname} -> {answer}: {why}")
+    return cst.parse_expression(answer)
 
 
 def compiled_model(site):

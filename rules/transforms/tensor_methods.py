@@ -1103,6 +1103,27 @@ def numpy_in_cell(site):
     return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=receiver)
 
 
+# what a dense MindSpore tensor answers to torch's questions about storage and kind: torch's
+# answer for a CPU tensor that is not a view (marked where torch's may differ: `why`)
+_DENSE_ANSWERS = {
+    "get_device": ("-1", "torch: the GPU index for a CUDA tensor (MindSpore places every tensor on its one device target)"),
+    "is_inference": ("False", "torch: True for a tensor made under torch.inference_mode()"),
+    "is_shared": ("False", "torch: True after share_memory_() (MindSpore shares no tensor between processes)"),
+    "storage_offset": ("0", "torch: a view's offset into its base's storage (MindSpore's views are copies)"),
+    "dim_order": ("tuple(range({r}.ndim))", None),   # MindSpore tensors are contiguous, row-major
+    "sparse_dim": ("0", None),
+    "dense_dim": ("{r}.ndim", None),
+}
+
+
+def dense_answer(site):
+    answer, why = _DENSE_ANSWERS[site.record.method_name]
+    if why:
+        site.flag("review", f"{site.qualname} -> {answer}: the answer for a CPU tensor that is not a view; {why}")
+    receiver = site.receiver if site.receiver is not None else site.arg("input")
+    return site.expr(answer, r=receiver) if "{r}" in answer else cst.parse_expression(answer)
+
+
 def is_sparse(site):
     """x.is_sparse: whether x is one of MindSpore's sparse tensor classes; marked, since torch's
     sparse tensors convert to dense ones (rules/api/sparse.toml): False where torch says True."""
