@@ -191,6 +191,15 @@ def _whole_statement(site) -> bool:
     return site.rw._pos(stmt.body[0].value) == site.rw.pos_stack[-1]
 
 
+def _fresh_tensor(node) -> bool:
+    """A tensor made by the expression itself, which nothing else reads (`x.copy()`, `a + b`;
+    not a view such as `x.view(-1)`, whose writes reach x)."""
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+        and node.func.attr.value in ("copy", "clone") and not node.args
+
+
 def write_back(site, value):
     """The INPLACE hook (record field `inplace`): torch writes the result into the first argument
     (`F.relu(x, inplace=True)`, `F.relu_(x)`); MindSpore's functions return a new tensor. A whole
@@ -198,7 +207,7 @@ def write_back(site, value):
     the value is used, it is used, and a name other than x receiving it is marked (x itself keeps
     its old values)."""
     from msmigrate.names import dotted
-    from msmigrate.rules.transforms.tensor_methods import _assign_back, _target, _writes_through_data
+    from msmigrate.rules.transforms.tensor_methods import _assign_back, _target, _whole_value, _writes_through_data
     flag = site.record.inplace
     if flag != "always":
         if not site.has(flag):
@@ -229,6 +238,12 @@ def write_back(site, value):
         return _assign_back(site, target, value, parameter=_writes_through_data(first))
     if _whole_statement(site):
         raise Unconvertible("an in-place call on an expression: nothing to write back to", "review")
+    if _whole_value(site) and isinstance(target, (cst.Name, cst.Subscript)) and not _writes_through_data(first):
+        # `y = F.relu_(x)`, `return torch.relu_(x)`: x is written first, then read as the value
+        _assign_back(site, target, value)
+        return target
+    if _fresh_tensor(target):
+        return value    # torch writes a temporary nobody else reads: the same values
     if site.assigned_name is None or site.assigned_name != dotted(target):
         site.flag("review", f"{site.qualname}: computed out of place; {site.code(target)} itself is "
                             f"not modified (torch writes it in place)")
