@@ -19,6 +19,7 @@ STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
                      "msmigrate.rules.loop_indices:LoopIndicesPass",
                      "msmigrate.rules.network_copies:NetworkCopiesPass",
                      "msmigrate.rules.rollout_values:RolloutValuesPass",
+                     "msmigrate.rules.tape_grad:TapeGradPass",
                      "msmigrate.rules.compiled_forward:CompiledForwardPass",
                      "msmigrate.rules.training_loop:TrainingLoopPass"]
 

@@ -329,6 +329,7 @@ CASES: dict[str, list] = {
     "torch.movedim": ["torch.movedim(b3, (0, 1), (2, 0))"],
     "torch.narrow": ["torch.narrow(a, 1, 1, 2)"],
     "torch.nonzero": ["torch.nonzero(mask)", "torch.nonzero(mask, as_tuple=True)", "torch.nonzero(mask, as_tuple=False)"],
+    "torch.nonzero_static": ["torch.nonzero_static(mask, size=3)", "torch.nonzero_static(mask, size=40, fill_value=-5)"],
     "torch.argwhere": ["torch.argwhere(mask)"],
     "torch.permute": ["torch.permute(b3, (2, 0, 1))"],
     "torch.ravel": ["torch.ravel(a)"],
@@ -539,7 +540,8 @@ NOT_EXPRESSIONS = {"torch.no_grad", "torch.enable_grad", "torch.inference_mode",
                    "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 # removed statements (a debugging aid with no effect on results): nothing to compare
 NOT_EXPRESSIONS |= {"torch.autograd.set_detect_anomaly", "torch.set_num_threads", "torch.set_num_interop_threads",
-                    "torch.set_printoptions"}   # threads and printing: nothing computed (the per-API suite runs them)
+                    "torch.set_printoptions",   # threads and printing: nothing computed (the per-API suite runs them)
+                    "torch.set_default_dtype", "torch.set_default_tensor_type"}   # float32: MindSpore's default
 # CUDA tensor types convert as the CPU ones (their cases above): a CPU torch cannot build them
 NOT_EXPRESSIONS |= {f"torch.cuda.{t}Tensor" for t in ("Float", "Double", "Half", "Long", "Int", "Bool", "Byte")}
 
