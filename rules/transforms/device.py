@@ -203,6 +203,9 @@ _SETTLED_ANSWERS = {
                                                   "MindSpore's float32 matmul stays float32"),
     "is_warn_always_enabled": ("False", None),
     "compiled_with_cxx11_abi": ("True", None),
+    # a device as converted code holds one (torch.device('cpu') -> 'cpu'); MindSpore's target is global
+    "get_default_device": ("'cpu'", "torch: the device set_default_device set (converted code places no "
+                                    "tensor; MindSpore's device target, ms.set_device, holds them all)"),
     "is_conj": ("False", None),   # MindSpore conjugates and negates at once: no tensor is a lazy view
     "is_neg": ("False", None),
     "is_grad_enabled": ("True", "torch: False inside no_grad() / set_grad_enabled(False) / inference_mode(), "
