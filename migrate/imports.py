@@ -165,13 +165,14 @@ class ImportPlan:
 
 
     def _wanted_definitions(self, module: cst.Module) -> set[str]:
-        """The generated definitions the code still calls (a later rewrite may have replaced a
-        call), and those they call, derive from or pass on (`class msmigrate_TanhTransform(
-        msmigrate_Transform):`, `ops.partial(msmigrate_adam_step, ...)`)."""
-        text, wanted = module.code, set()
+        """The generated definitions the code still names (a later rewrite may have replaced a
+        call; `f = msmigrate_nextafter` names one too), and those they call, derive from or pass
+        on (`class msmigrate_TanhTransform(msmigrate_Transform):`, `ops.partial(msmigrate_adam_step,
+        ...)`). Comment lines (markers quoting a record's note) name none."""
+        text, wanted = re.sub(r"(?m)^[ \t]*#.*$", "", module.code), set()
         while True:
             more = {name for name in self.definitions if name not in wanted
-                    and re.search(rf"\b{name}\(|[(,]\s*{name}\s*[,)]", text)}
+                    and re.search(rf"(?<![\w.]){name}\b", text)}
             if not more:
                 return wanted
             wanted |= more
