@@ -322,3 +322,28 @@ def single_int(value, site):
     if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 1:
         return value.elements[0].value
     return value
+
+
+# torch names whose conversion is another name's generated function (rules/generated/functions.py):
+# in-place forms written back by the record's `inplace`, ATen's forms returning torch.nn.functional's
+# (values, indices)
+_GENERATED_AS = {
+    "torch.alpha_dropout_": "msmigrate_alpha_dropout",
+    "torch.feature_alpha_dropout_": "msmigrate_feature_alpha_dropout",
+    "torch.adaptive_max_pool1d": "msmigrate_adaptive_max_pool1d_with_indices",
+    "torch.nn.functional.fractional_max_pool2d_with_indices": "msmigrate_fractional_max_pool2d",
+    "torch.nn.functional.fractional_max_pool3d_with_indices": "msmigrate_fractional_max_pool3d",
+}
+
+
+def generated_as(site):
+    """The generated function _GENERATED_AS names for this API, copied into the file and called
+    with torch's arguments under torch's names (as torch_functions.generated)."""
+    from msmigrate.rules.transforms.torch_functions import _generated_function
+    func = _generated_function(site, _GENERATED_AS[site.record.torch])
+    if not site.is_call:
+        return func
+    if site.unbound:
+        raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
+                            "convert by hand", "review")
+    return site.call(func)

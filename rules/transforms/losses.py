@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import literal_value
+from msmigrate.engine import Unconvertible, literal_value
 
 
 def int32_target(site):
@@ -83,4 +83,55 @@ def reduction(value, site):
         return None
     if isinstance(value, cst.SimpleString) and value.evaluated_value == "elementwise_mean":
         return value.with_changes(value=value.value.replace("elementwise_mean", "mean"))
+    return value
+
+
+_REDUCTIONS = ("none", "mean", "sum")   # at::Reduction: 0, 1, 2
+_ENUM = {"none": 0, "mean": 1, "elementwise_mean": 1, "sum": 2}   # torch.nn._reduction.get_enum
+
+
+def int_reduction(value, site):
+    """torch.kl_div, torch.ctc_loss... (ATen's functions under torch.*) take the reduction as
+    at::Reduction's int, 0 'none', 1 'mean', 2 'sum': MindSpore's string. An expression is looked
+    up at run time; `_Reduction.get_enum(r)` (reduction_enum's `(...).index(r)`) is r."""
+    try:
+        literal = literal_value(value)
+    except (ValueError, SyntaxError):
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "index" and len(value.args) == 1 and not value.args[0].keyword:
+            try:
+                if literal_value(value.func.value) == _REDUCTIONS:
+                    return value.args[0].value
+            except (ValueError, SyntaxError):
+                pass
+        return site.expr("('none', 'mean', 'sum')[{v}]", v=value)
+    if isinstance(literal, int) and not isinstance(literal, bool) and 0 <= literal < len(_REDUCTIONS):
+        return cst.SimpleString(repr(_REDUCTIONS[literal]))
+    return value
+
+
+def reduction_enum(site):
+    """torch.nn._reduction.get_enum(reduction) (torch's functional.py: `from torch.nn import
+    _reduction as _Reduction`, then torch.kl_div(..., _Reduction.get_enum(reduction))):
+    at::Reduction's int for the string, `('none', 'mean', 'sum').index(r)` where it is not a
+    literal."""
+    if not site.is_call or site.unbound or not site.has("reduction"):
+        raise Unconvertible("used without its argument: convert this use by hand")
+    arg = site.arg("reduction")
+    try:
+        literal = literal_value(arg)
+    except (ValueError, SyntaxError):
+        return site.expr("('none', 'mean', 'sum').index({r})", r=arg)
+    if literal not in _ENUM:
+        raise Unconvertible(f"{literal!r} is not a valid reduction")
+    return cst.Integer(str(_ENUM[literal]))
+
+
+def distance_function(value, site):
+    """A lambda given as TripletMarginWithDistanceLoss's distance_function becomes a def just
+    before the statement: MindSpore's graph mode parses a function it calls from its source line
+    and fails on a lambda written inside a call (as rules/transforms/function_transforms.py)."""
+    if isinstance(value, cst.Lambda):
+        from msmigrate.rules.transforms.function_transforms import _named
+        return _named(site, value)
     return value
