@@ -1457,3 +1457,110 @@ def svd_any(site):
 
 def _is_false(node) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
+
+
+# ---- torch.as_strided / torch.asarray (tests/api_suite/cases/spectral_strided.toml) ------------
+
+# torch methods and functions whose result views its input's storage with other strides than a
+# fresh contiguous tensor's (t, transpose...), or at an offset into it (x[1:], x[0], narrow along 0)
+_STRIDED_VIEWS = {"t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "moveaxis", "diagonal", "expand",
+                  "expand_as", "unfold", "as_strided", "view_as_real", "view_as_complex", "adjoint", "conj",
+                  "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "T", "mT", "H", "mH",
+                  "real", "imag", "narrow", "select"}
+_SAME_VIEWS = {"view", "view_as", "reshape", "flatten", "squeeze", "unsqueeze", "detach", "requires_grad_",
+               "ravel", "type_as", "to", "float", "double", "long", "int", "half", "bool"}
+
+
+def _storage_view(site, expr, depth: int = 0) -> str | None:
+    """How the original (torch) expression `expr` views another tensor's storage: "strided" (a
+    transposed, expanded, column-sliced... view), "offset" (contiguous, from an offset: x[1:],
+    x[0]), or None (a fresh tensor, or not visible: a parameter, a name bound elsewhere)."""
+    from msmigrate.rules.transforms.dtypes import _NOT_FOUND, _UNKNOWN, _straight_line_value
+    if depth > 8:
+        return None
+    if isinstance(expr, cst.Name):
+        value = _straight_line_value(site.rw, expr.value)
+        return None if value is _UNKNOWN or value is _NOT_FOUND else _storage_view(site, value, depth + 1)
+    if isinstance(expr, cst.Attribute):
+        return "strided" if expr.attr.value in _STRIDED_VIEWS else None
+    if isinstance(expr, cst.Subscript):
+        if _storage_view(site, expr.value, depth + 1) == "strided":
+            return "strided"   # a piece of a view, or of x.chunk(2) / torch.split(...)
+        elements = list(expr.slice)
+        while len(elements) > 1 and isinstance(elements[-1].slice, cst.Slice) and \
+                all(getattr(elements[-1].slice, p) is None for p in ("lower", "upper", "step")):
+            elements.pop()   # x[1:, :] is x[1:]
+        first = elements[0].slice
+        if len(elements) == 1 and isinstance(first, cst.Slice) and first.step is None:
+            return "offset"
+        if len(elements) == 1 and isinstance(first, cst.Index) and not isinstance(first.value, cst.Ellipsis) \
+                and not (isinstance(first.value, cst.Name) and first.value.value == "None"):
+            return "offset"   # x[0] (a tensor index makes a copy: taken for an offset view alike)
+        return "strided"
+    if isinstance(expr, cst.Call):
+        name = expr.func.attr.value if isinstance(expr.func, cst.Attribute) else None
+        q = site.rw.scopes.resolve(expr.func)
+        if q and q.startswith("torch.") and "." not in q[len("torch."):]:
+            name = q[len("torch."):]
+            inner = expr.args[0].value if expr.args else None
+        elif isinstance(expr.func, cst.Attribute):
+            inner = expr.func.value
+        else:
+            return None
+        if name in ("narrow", "select"):
+            args = expr.args[1:] if q and q.startswith("torch.") else expr.args
+            dim = args[0].value if args else None
+            zero = isinstance(dim, cst.Integer) and dim.value == "0"
+            return "offset" if zero and _storage_view(site, inner, depth + 1) != "strided" else "strided"
+        if name in _STRIDED_VIEWS:
+            return "strided"
+        if name in _SAME_VIEWS and inner is not None:
+            return _storage_view(site, inner, depth + 1)
+    return None
+
+
+def as_strided(site):
+    """torch.as_strided / Tensor.as_strided: msmigrate_as_strided gathers from the flattened
+    input, which is torch's storage for a contiguous tensor of its own. Where the input is visibly
+    a view of another tensor (transposed, expanded, column-sliced: other strides; or sliced along
+    dim 0 with an explicit storage_offset, which torch counts from the storage's start), torch
+    reads memory the conversion does not see: marked."""
+    from msmigrate.engine import _bind
+    from msmigrate.names import is_source
+    original = site.rw.original_call
+    if original is not None:
+        args = list(original.args)
+        if isinstance(original.func, cst.Attribute) and not is_source(site.rw.scopes.resolve(original.func)):
+            args.insert(0, cst.Arg(original.func.value))   # x.as_strided(...) converted as torch.as_strided(x, ...)
+        bound = _bind(site.record, args)[0]
+        view = _storage_view(site, bound["input"].value) if "input" in bound else None
+        explicit = "storage_offset" in bound and not _is_none(bound["storage_offset"].value)
+        if view == "strided" or (view == "offset" and explicit):
+            site.flag("review", f"{site.qualname}: the input is a view of another tensor's storage ("
+                                f"{'other strides' if view == 'strided' else 'at an offset'}): torch reads that "
+                                f"storage, the conversion the input's own elements in order; check the result")
+    return generated(site)
+
+
+def asarray(site):
+    """torch.asarray(obj, dtype=...) as torch.as_tensor (factory): a range becomes a list, literal
+    complex data without dtype is complex64 (torch's default complex)."""
+    obj = site.arg("obj")
+    if obj is not None and _is_range(site, obj):
+        _set(site, "obj", site.expr("list({r})", r=obj))
+    if obj is not None and _is_none(site.arg("dtype")) and _has_complex(obj):
+        site.bound.pop("dtype", None)
+        return _trainable(site, site.call(site.record.target, [*site.standard_args(),
+                                                               kwarg("dtype", site.ref("mindspore.complex64"))]))
+    return _trainable(site, site.call(site.record.target))
+
+
+def host_generated(site):
+    """A generated function computed on the host (NumPy: torch.frombuffer): in a Cell's compiled
+    method (construct and its helpers), marked: it runs in PyNative mode only, graph mode
+    compiles no asnumpy."""
+    from msmigrate.rules.transforms.tensor_methods import _in_cell_method
+    if _in_cell_method(site):
+        site.flag("review", f"{site.qualname}: computed on the host (NumPy): it runs in PyNative mode, "
+                            f"not in a compiled construct (graph mode, ms.jit)")
+    return generated(site)
