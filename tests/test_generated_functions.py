@@ -108,3 +108,25 @@ def test_generated_functions_compile_and_match_torch():
     assert max(out["eager_vs_torch"]) < 1e-4, out
     assert max(out["grads_vs_torch"]) < 1e-4, out
     assert max(out["net"]) < 1e-3 and out["net_graph"] < 1e-5, out
+
+
+BARE_REFERENCES = '''
+import json
+import torch
+import torch.nn as nn
+step = torch.nextafter                 # a generated function named, not called
+make = nn.LocalResponseNorm            # a generated Cell class named, not called
+out = step(torch.tensor([1.0, -2.0]), torch.tensor([2.0, -3.0]))
+norm = make(2)(torch.arange(12.0).reshape(1, 3, 2, 2))
+print(json.dumps([out.tolist(), norm.reshape(-1).tolist()]))
+'''
+
+
+@pytest.mark.framework
+def test_generated_definitions_named_without_a_call_are_written():
+    converted = convert_source(BARE_REFERENCES, "bare.py").code
+    assert "def msmigrate_nextafter" in converted and "class msmigrate_LocalResponseNorm" in converted
+    want, got = run_script(BARE_REFERENCES), run_script(converted)
+    assert len(want) == len(got) == 2
+    for w, g in zip(want, got):
+        assert g == pytest.approx(w, rel=1e-6), (w, g)
