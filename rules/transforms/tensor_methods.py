@@ -771,8 +771,12 @@ def inplace(site):
                             parameter=_writes_through_data(receiver))
     if value_of_statement and isinstance(target, (cst.Name, cst.Subscript)) and not _writes_through_data(receiver):
         scalar = site.record.method_name in ("zero_", "fill_")
-        _assign_back(site, target, _out_of_place(site, target, scalar_ok=True), scalar)
-        return target
+        flagged = len(site.rw.frames[-1].diags) if site.rw.frames else 0
+        value = _out_of_place(site, target, scalar_ok=True)
+        if not site.rw.frames or len(site.rw.frames[-1].diags) == flagged:   # converted: written first
+            _assign_back(site, target, value, scalar)
+            return target
+        return value   # not converted (marked): left where it stands
     if assignable:
         site.flag("review", f"{site.qualname}: the value is computed out of place; "
                             f"{site.code(target)} itself is not modified (write "
