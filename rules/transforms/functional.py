@@ -339,11 +339,5 @@ _GENERATED_AS = {
 def generated_as(site):
     """The generated function _GENERATED_AS names for this API, copied into the file and called
     with torch's arguments under torch's names (as torch_functions.generated)."""
-    from msmigrate.rules.transforms.torch_functions import _generated_function
-    func = _generated_function(site, _GENERATED_AS[site.record.torch])
-    if not site.is_call:
-        return func
-    if site.unbound:
-        raise Unconvertible("arguments passed through * / ** or beyond the torch signature: "
-                            "convert by hand", "review")
-    return site.call(func)
+    from msmigrate.rules.transforms.torch_functions import call_generated
+    return call_generated(site, _GENERATED_AS[site.record.torch])

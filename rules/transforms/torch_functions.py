@@ -1339,7 +1339,13 @@ def generated(site):
     """rules/generated/functions.py's msmigrate_<torch name>, copied into the file (with the
     functions it calls) and called with torch's arguments under torch's names; a bare reference
     (`f = torch.fmin`) is that function too."""
-    func = _generated_function(site, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
+    return call_generated(site, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
+
+
+def call_generated(site, name: str):
+    """rules/generated/functions.py's function `name`, copied into the file and called with
+    torch's arguments under torch's names (a bare reference: the function)."""
+    func = _generated_function(site, name)
     if not site.is_call:
         return func
     if site.unbound:
