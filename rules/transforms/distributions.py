@@ -129,24 +129,26 @@ def _kind(inst) -> str | None:
         else None
 
 
-def generated_class(site):
-    """A torch distribution MindSpore lacks: the class of rules/generated/distributions.py of its
-    name, copied into the file, called with torch's arguments."""
+def _define(site, name: str) -> cst.Name:
+    """rules/generated/distributions.py's `name` copied into the file, after the helpers and base
+    classes it names (the file runs top-down); a reference to it."""
     import inspect
     import textwrap
 
     from msmigrate.rules.generated import distributions as generated
 
-    cls = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
+    obj = getattr(generated, name)
+    source = textwrap.dedent(inspect.getsource(obj))
+    for used in dict.fromkeys(re.findall(r"\bmsmigrate_\w+", source)):
+        if used != name and hasattr(generated, used):
+            _define(site, used)
+    return site.rw.imports.define(name, source)
 
-    def define(obj):   # the helpers and base classes it names first (the file runs top-down)
-        source = textwrap.dedent(inspect.getsource(obj))
-        for used in dict.fromkeys(re.findall(r"\bmsmigrate_\w+", source)):
-            if used != obj.__name__ and hasattr(generated, used):
-                define(getattr(generated, used))
-        return site.rw.imports.define(obj.__name__, source)
 
-    return site.node.with_changes(func=define(cls))
+def generated_class(site):
+    """A torch distribution MindSpore lacks: the class of rules/generated/distributions.py of its
+    name, copied into the file, called with torch's arguments."""
+    return site.node.with_changes(func=_define(site, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]))
 
 
 def probs_or_logits(site):
@@ -229,12 +231,7 @@ def sample(site):
                             f"the parameters (no gradient flows back through them)", "review")
     shape = site.arg("sample_shape")
     if kind in GAMMA_FAMILY:
-        import inspect
-        import textwrap
-
-        from msmigrate.rules.generated import distributions as generated
-        helper = generated.msmigrate_gamma_draws
-        name = site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
+        name = _define(site, "msmigrate_gamma_draws")
         return site.expr("{f}({x})", f=name, x=site.receiver) if shape is None else \
             site.expr("{f}({x}, {s})", f=name, x=site.receiver, s=shape)
     method = "rsample" if rsample and family.generated else "sample"
@@ -273,11 +270,6 @@ def kl_divergence(site):
 def continuous(site):
     """A distribution of real values: MindSpore's class, built in torch's dtype (float64 parameters
     give float64 results) unless every parameter is a number (torch: the default float32)."""
-    import inspect
-    import textwrap
-
-    from msmigrate.rules.generated import distributions as generated
-
     call = site.call(site.record.target)
     if site.record.target.rsplit(".", 1)[1] in NO_SCALARS:   # MindSpore: "Input rate can't be scalar"
         call = call.with_changes(args=[a.with_changes(value=site.expr("{t}({v}, {f})", t="@mindspore.Tensor", v=a.value,
@@ -285,9 +277,7 @@ def continuous(site):
                                        if _number(a.value) else a for a in call.args])
     if all(_number(a.value) for a in call.args):
         return call
-    helper = generated.msmigrate_distribution
-    name = site.rw.imports.define(helper.__name__, textwrap.dedent(inspect.getsource(helper)))
-    return call.with_changes(func=name, args=[cst.Arg(call.func), *call.args])
+    return call.with_changes(func=_define(site, "msmigrate_distribution"), args=[cst.Arg(call.func), *call.args])
 
 
 NO_SCALARS = ("Gamma", "Beta", "Poisson")   # MindSpore's classes that take Tensor parameters only
@@ -341,14 +331,7 @@ def _own(kind, family, name) -> bool:
 def generated_function(site):
     """A torch function MindSpore lacks: the function of rules/generated/distributions.py of its
     name, copied into the file, called with torch's arguments."""
-    import inspect
-    import textwrap
-
-    from msmigrate.rules.generated import distributions as generated
-
-    function = getattr(generated, "msmigrate_" + site.record.torch.rsplit(".", 1)[1])
-    name = site.rw.imports.define(function.__name__, textwrap.dedent(inspect.getsource(function)))
-    return site.node.with_changes(func=name)
+    return site.node.with_changes(func=_define(site, "msmigrate_" + site.record.torch.rsplit(".", 1)[1]))
 
 
 # torch's icdf where MindSpore's class has none: from its parameters (get_dist_args order)
