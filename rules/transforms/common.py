@@ -86,6 +86,17 @@ def approximate_flag(value: cst.BaseExpression, site):
     return cst.Name("True" if v == "tanh" else "False")
 
 
+def fixed_answer(site, answer: str, why: str | None) -> cst.BaseExpression:
+    """`answer` (Python source; `{r}`: the receiver, or the `input` argument) in place of a query
+    MindSpore answers one way only (a setting it lacks, a tensor property it has no notion of);
+    marked with `why` where torch may answer otherwise."""
+    if why:
+        site.flag("review", f"{site.qualname} -> {answer}: {why}")
+    if "{r}" not in answer:
+        return cst.parse_expression(answer)
+    return site.expr(answer, r=site.receiver if site.receiver is not None else site.arg("input"))
+
+
 def remove_call(site):
     """A call with no MindSpore counterpart and no effect on results (cudnn flags, synchronize)."""
     return site.REMOVED

@@ -9,6 +9,7 @@ import libcst as cst
 from msmigrate.engine import Unconvertible
 from msmigrate.mapping import transform_function
 from msmigrate.names import dotted
+from msmigrate.rules.transforms.common import fixed_answer
 
 
 def device_value(site):
@@ -216,10 +217,7 @@ _SETTLED_ANSWERS = {
 
 
 def settled_answer(site):
-    answer, why = _SETTLED_ANSWERS[site.record.method_name]
-    if why:
-        site.flag("review", f"{site.qualname} -> {answer}: {why}")
-    return cst.parse_expression(answer)
+    return fixed_answer(site, *_SETTLED_ANSWERS[site.record.method_name])
 
 
 def compiled_model(site):

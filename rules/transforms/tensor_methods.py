@@ -15,6 +15,7 @@ import libcst.matchers as m
 from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.rules.bare_tensors import requires_grad_call
 from msmigrate.rules.generated import cells
+from msmigrate.rules.transforms.common import fixed_answer
 
 DTYPE_NAMES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
@@ -1122,10 +1123,7 @@ _DENSE_ANSWERS = {
 
 def dense_answer(site):
     answer, why = _DENSE_ANSWERS[site.record.method_name]
-    if why:
-        site.flag("review", f"{site.qualname} -> {answer}: the answer for a CPU tensor that is not a view; {why}")
-    receiver = site.receiver if site.receiver is not None else site.arg("input")
-    return site.expr(answer, r=receiver) if "{r}" in answer else cst.parse_expression(answer)
+    return fixed_answer(site, answer, why and f"the answer for a CPU tensor that is not a view; {why}")
 
 
 def is_sparse(site):
@@ -1155,8 +1153,7 @@ def autograd_attribute(site):
     differentiates functions), so every tensor reads as torch's leaf without a grad_fn; marked,
     since torch says otherwise where autograd recorded something."""
     answer, torch_says = _AUTOGRAD_ANSWERS[site.record.method_name]
-    site.flag("review", f"{site.qualname} -> {answer}: MindSpore records no operations (torch: {torch_says})")
-    return cst.Name(answer)
+    return fixed_answer(site, answer, f"MindSpore records no operations (torch: {torch_says})")
 
 
 def requires_grad_read(site):
