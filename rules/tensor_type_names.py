@@ -47,12 +47,18 @@ class TensorTypeNamesPass(FocusedTransformer):
         """'FloatTensor' for torch.FloatTensor / torch.cuda.FloatTensor / `a if c else b` of those."""
         if isinstance(value, cst.IfExp):
             body, orelse = self._type_of(value.body), self._type_of(value.orelse)
+            # `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor is the default type
+            body = body or ("FloatTensor" if orelse == "FloatTensor" and self._default_type(value.body) else None)
+            orelse = orelse or ("FloatTensor" if body == "FloatTensor" and self._default_type(value.orelse) else None)
             return body if body is not None and body == orelse else None
         q = self._resolve(value)
         if q is None:
             return None
         leaf = q.rsplit(".", 1)[-1]
         return leaf if leaf in TYPES and q in (f"torch.{leaf}", f"torch.cuda.{leaf}") else None
+
+    def _default_type(self, value) -> bool:
+        return self._resolve(value) == "torch.Tensor"
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._not_reads.add(id(node.target))

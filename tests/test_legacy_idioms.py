@@ -16,14 +16,26 @@ from test_values_change_type import _outputs, _same_line
 
 
 @pytest.mark.framework
-def test_gan_with_tensor_type_names_trains_like_torch(tmp_path):
-    src = FIXTURES / "programs" / "gan_tensor_types.py"
+@pytest.mark.parametrize("cpu_type", ["torch.FloatTensor", "torch.Tensor"])   # both spellings occur
+def test_gan_with_tensor_type_names_trains_like_torch(tmp_path, cpu_type):
+    src = tmp_path / "gan_tensor_types.py"
+    text = (FIXTURES / "programs" / "gan_tensor_types.py").read_text()
+    src.write_text(text.replace("else torch.FloatTensor", f"else {cpu_type}"))
     result = convert_source(src.read_text(), src.name)
     assert "MSC108" not in {d.code for d in result.diagnostics}, result.diagnostics
     assert 'find("Dense")' in result.code
     want, got = ([ln.rsplit(" ", 1)[0] for ln in out] for out in _outputs(src, result.code, tmp_path))
     assert len(want) == 3 and len(got) == 3, (want, got)
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+def test_torch_tensor_is_the_default_type_only_beside_a_float_tensor_type():
+    src = ("import torch\nimport numpy as np\nT = torch.cuda.FloatTensor if cuda else torch.Tensor\n"
+           "x = imgs.type(T)\nz = T(np.zeros(3))\nU = torch.cuda.LongTensor if cuda else torch.Tensor\n"
+           "ok = isinstance(x, torch.Tensor)\n")
+    code = convert_source(src, "m.py").code
+    assert "x = imgs.astype(ms.float32)" in code and "z = ms.Tensor(np.zeros(3), dtype=ms.float32)" in code, code
+    assert "isinstance(x, ms.Tensor)" in code and "U = ms.int64 if cuda else ms.Tensor" in code, code
 
 
 def test_a_name_bound_to_two_tensor_types_is_left_alone():
