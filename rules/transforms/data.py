@@ -657,6 +657,27 @@ def batch_sampler(site):
     return site.call(generated(site, generated_data.msmigrate_BatchSampler))
 
 
+def chain_dataset(site):
+    """ChainDataset(datasets) -> the generated class (its sized variant after it, which it makes
+    where every dataset has len()): the datasets' samples in turn."""
+    generated(site, generated_data.msmigrate_ChainDataset, generated_data.msmigrate_SizedChainDataset)
+    cls = generated(site, generated_data.msmigrate_ChainDataset)
+    return site.call(cls) if site.is_call else cls
+
+
+def stack_dataset(site):
+    """StackDataset(*args, **kwargs) -> the generated class, given the call's own arguments
+    (any number of datasets, by position or by keyword)."""
+    cls = generated(site, generated_data.msmigrate_StackDataset)
+    return site.node.with_changes(func=cls) if site.is_call else cls
+
+
+def default_convert(site):
+    """default_convert(data) -> the generated function; a bare reference (collate_fn=) is it."""
+    func = generated(site, generated_data.msmigrate_default_convert)
+    return site.call(func) if site.is_call else func
+
+
 def _unpack_batch_sampler(site) -> None:
     """DataLoader(ds, batch_sampler=BatchSampler(s, n, drop_last)) -> the loader of
     DataLoader(ds, sampler=s, batch_size=n, drop_last=drop_last): the same batches."""

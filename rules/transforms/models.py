@@ -197,6 +197,40 @@ def register_buffer(site):
     return site.REMOVED
 
 
+_BUFFERS = ("torch.nn.Buffer", "torch.nn.parameter.Buffer")
+
+
+def buffer(site):
+    """`self.name = nn.Buffer(t)` is `self.register_buffer('name', t)` (torch >= 2.5): a
+    non-trainable Parameter named after the attribute; `persistent=False` -> the Tensor itself.
+    Anywhere else (`b = nn.Buffer(t)`, then `self.b = b`), the Parameter takes the attribute's
+    name when a Cell is given it."""
+    if not site.is_call:
+        raise Unconvertible("nn.Buffer as a value (isinstance, annotation): MindSpore has no buffer type; "
+                            "a converted buffer is a Parameter with requires_grad=False")
+    value = site.arg("data")
+    if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+        raise Unconvertible("a buffer without data (torch: an empty tensor): pass the tensor")
+    try:
+        persistent = site.literal("persistent", True)
+    except ValueError:
+        raise Unconvertible("persistent= is not a literal") from None
+    if not persistent:
+        return value
+    stmt = site.statement
+    name = None
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if isinstance(target, cst.Attribute) and isinstance(assign.value, cst.Call) and \
+                site.rw.scopes.resolve(assign.value.func) in _BUFFERS:
+            name = target.attr.value
+    if name is None:
+        return site.expr("{P}({v}, requires_grad=False)", P="@mindspore.Parameter", v=value)
+    return site.expr("{P}({v}, name={n}, requires_grad=False)", P="@mindspore.Parameter", v=value,
+                     n=cst.SimpleString(repr(name)))
+
+
 def parameters(site):
     """`m.parameters()` -> torch's set: get_parameters() would add BatchNorm's moving statistics."""
     func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters)

@@ -949,18 +949,45 @@ def as_method(site):
     so an in-place form writes back as `x.abs_()` does (`x[...] = ...` as a statement; marked
     where the call's value is used)."""
     name = site.record.torch.rsplit(".", 1)[1]
+    copy = name.endswith("_copy") and not _method_known(site, name)
+    if copy:
+        # torch.expand_copy(x, ...) is x.expand(...) as a new tensor: MindSpore's results are
+        # never views, so the copy form is the view method X of torch.X_copy (torch.index_copy,
+        # a method of its own name, is not one)
+        name = name.removesuffix("_copy")
     rec = site.rw.table.lookup(f"torch.Tensor.{name}")
     kept = rec is None and name in site.rw.table.verified_methods   # MindSpore's method of that name computes it
     if not kept and (rec is None or rec.status != "auto" or rec.transform == "tensor_methods.keep"):
         raise Unconvertible(f"torch.Tensor.{name} has no verified conversion", "review")
     _no_out(site)
     first = site.bound["input"]
-    rest = [a for a in site.node.args if a is not first and not (a.keyword and a.keyword.value == "out")]
+    if copy:
+        rest = _method_args(site)
+    else:
+        rest = [a for a in site.node.args if a is not first and not (a.keyword and a.keyword.value == "out")]
     if rest:
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     receiver = atom(first.value, attribute=True)
     call = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=rest)
     return call if kept else site.rw._apply(rec, rec.torch, call, receiver)
+
+
+def _method_known(site, name: str) -> bool:
+    return site.rw.table.lookup(f"torch.Tensor.{name}") is not None or name in site.rw.table.verified_methods
+
+
+def _method_args(site) -> list[cst.Arg]:
+    """The arguments after `input` of a *_copy function as its view method takes them: the
+    method's `*sizes` / `*shape` take no keyword (x.view(size=...)), so the function's positional
+    parameters are passed by position; its `drop`ped ones (expand_copy's implicit=) go."""
+    params = site.record.args[:site.record.args.index("*")] if "*" in site.record.args else site.record.args
+    kept = {name: a for name, a in site.bound.items() if name not in ("input", "out", *site.record.drop)}
+    args = []
+    for name in params[1:]:
+        if name not in kept:
+            break   # the ones after a parameter not given keep their keywords
+        args.append(cst.Arg(kept.pop(name).value))
+    return args + [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept.values()]
 
 
 # ---- functions MindSpore spells as an expression --------------------------------------------
@@ -1545,7 +1572,7 @@ def as_strided(site):
             site.flag("review", f"{site.qualname}: the input is a view of another tensor's storage ("
                                 f"{'other strides' if view == 'strided' else 'at an offset'}): torch reads that "
                                 f"storage, the conversion the input's own elements in order; check the result")
-    return generated(site)
+    return call_generated(site, "msmigrate_as_strided")   # torch.as_strided_copy too (rules/aliases.toml)
 
 
 def asarray(site):
