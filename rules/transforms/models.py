@@ -1,6 +1,8 @@
 """nn.Module -> nn.Cell: class bodies, training mode, buffers, module traversal."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible
@@ -231,8 +233,39 @@ def buffer(site):
                      n=cst.SimpleString(repr(name)))
 
 
+_PERSISTENT_BUFFER = re.compile(r"register_buffer\((?![^\n]*persistent\s*=\s*False)|\bBuffer\((?![^\n]*persistent\s*=\s*False)")
+
+
+def _buffers_listed(site) -> None:
+    """A persistent buffer converts to a non-trainable Parameter, which parameters() and
+    named_parameters() then yield too (torch's do not): marked in a file whose classes (or the
+    classes it imports) register one, except as an optimizer's argument (its trainable_params()
+    leave them out)."""
+    ctx = site.rw.ctx
+    if not any(_PERSISTENT_BUFFER.search(text) for text in (ctx.source, *ctx.project_classes.values())):
+        return
+    stmt = site.statement
+    if stmt is not None and any((site.rw.scopes.resolve(call.func) or "").startswith("torch.optim.")
+                                for call in _calls_in(stmt)):
+        return
+    site.flag("review", f"{site.qualname}: a buffer (register_buffer) is a non-trainable Parameter in MindSpore, "
+                        f"so this also yields the buffers (torch: parameters only); leave them out where you "
+                        f"count or initialise parameters (their names: the register_buffer calls)")
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+    node.visit(_Collect())
+    return found
+
+
 def parameters(site):
     """`m.parameters()` -> torch's set: get_parameters() would add BatchNorm's moving statistics."""
+    _buffers_listed(site)
     func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters)
     args = [cst.Arg(site.receiver)]
     if site.has("recurse"):
@@ -243,6 +276,7 @@ def parameters(site):
 def named_parameters(site):
     """`m.named_parameters()` -> torch's set: parameters_and_names() would add BatchNorm's moving
     statistics."""
+    _buffers_listed(site)
     func = generated(site, cells.msmigrate_named_parameters)
     args = [cst.Arg(site.receiver)]
     for torch_name, ms_name in (("prefix", "name_prefix"), ("recurse", "expand")):
