@@ -944,6 +944,13 @@ def _as_function(site, name: str) -> cst.BaseExpression:
 
 
 @torch_method
+def sliding_windows(site):
+    """x.unfold(dim, size, step): torch's sliding windows, which MindSpore's Tensor.unfold
+    (im2col) is not: converted as torch.unfold_copy(x, dim, size, step)."""
+    return _as_function(site, "torch.unfold_copy")
+
+
+@torch_method
 def receiver_as_input(site):
     """Methods whose torch function takes the tensor after other arguments (x.polygamma(n) is
     torch.polygamma(n, x)): converted as that function with the tensor as `input=`."""
