@@ -268,8 +268,14 @@ def kl_divergence(site):
 
 
 def continuous(site):
-    """A distribution of real values: MindSpore's class, built in torch's dtype (float64 parameters
-    give float64 results) unless every parameter is a number (torch: the default float32)."""
+    """A distribution of real values: MindSpore's class, built in torch's dtype unless every
+    parameter is a number (torch: the default float32). MindSpore keeps float64 parameters in
+    float32 (set_param_type): marked where one is visibly float64."""
+    from msmigrate.rules.transforms.dtypes import kind
+    if any(kind(site.rw, a.value) == "float64" for a in site.node.args):
+        site.flag("review", f"{site.qualname}: MindSpore's distributions keep float64 parameters in float32: "
+                            "values have float32 precision and entropy/mean/sd/var/mode/kl_loss are float32 "
+                            "(torch: float64); compute in float32 or write these by hand")
     call = site.call(site.record.target)
     if site.record.target.rsplit(".", 1)[1] in NO_SCALARS:   # MindSpore: "Input rate can't be scalar"
         call = call.with_changes(args=[a.with_changes(value=site.expr("{t}({v}, {f})", t="@mindspore.Tensor", v=a.value,
