@@ -66,6 +66,13 @@ def current_device(site):
     return site.expr("{get}('device_id')", get=site.ref("mindspore.get_context"))
 
 
+def cuda_version(site):
+    """torch.version.cuda: the CUDA toolkit torch was built with, None in a CPU build. MindSpore
+    names no toolkit: None, marked (a GPU build of torch says e.g. '12.1')."""
+    site.flag("review", f"{site.qualname} -> None: what a CPU build of torch says; MindSpore names no CUDA version")
+    return cst.Name("None")
+
+
 def tensor_place(site):
     """x.is_cuda / x.is_cpu: where the tensor lives. MindSpore places every tensor on its one
     device target (ms.set_device), which compiled code (a construct, where `dv = 'cuda' if

@@ -83,6 +83,10 @@ _BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
 
+# Python floats torch and math name (torch.inf is math.inf)
+_FLOAT_CONSTANTS = frozenset(f"{m}.{c}" for m in ("torch", "math") for c in ("inf", "nan", "pi", "e", "tau"))
+
+
 def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | None:
     """"int", "bool", "float" ("float64" where visibly double precision) when the original torch
     expression `expr` is visibly a tensor (or a Python literal: "pyint", "pybool", "pyfloat") of
@@ -118,6 +122,8 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
         return None
     if isinstance(expr, cst.Call):
         return _call_kind(rw, expr, _seen)
+    if isinstance(expr, cst.Attribute) and rw.scopes.resolve(expr) in _FLOAT_CONSTANTS:
+        return "pyfloat"
     if isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data") \
             and rw.scopes.resolve(expr) is None:   # x.T, x.data: x's dtype
         inner = kind(rw, expr.value, _seen)

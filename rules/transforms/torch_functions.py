@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, atom, kwarg, literal_value
+from msmigrate.engine import Unconvertible, _bind, atom, kwarg, literal_value
 from msmigrate.names import dotted
 from msmigrate.rules.transforms.common import with_file_names
 
@@ -335,6 +335,14 @@ def _has_complex(node) -> bool:
     return False
 
 
+def _original_kind(site, name: str) -> str | None:
+    """dtypes.kind of the torch call's argument `name` as written (before its conversion)."""
+    from msmigrate.rules.transforms.dtypes import kind
+    call = site.rw.original_call
+    arg = _bind(site.record, call.args)[0].get(name) if call is not None else None
+    return None if arg is None else kind(site.rw, arg.value)
+
+
 @_calls("size", "fill_value")
 def full(site):
     """torch.full infers the dtype from fill_value (float -> float32, int -> int64, bool ->
@@ -343,9 +351,11 @@ def full(site):
         try:
             v = site.literal("fill_value")
         except ValueError:
-            v = None
-            site.flag("review", f"{site.qualname}: fill_value is not a literal: pass dtype= (ops.full "
-                                f"turns a float fill value into int64 when dtype is None)")
+            # a visible Python number (torch.inf, n * 0.5): its type's example value
+            v = {"pyfloat": 0.0, "pyint": 0, "pybool": False}.get(_original_kind(site, "fill_value"))
+            if v is None:
+                site.flag("review", f"{site.qualname}: fill_value is not a literal: pass dtype= (ops.full "
+                                    f"turns a float fill value into int64 when dtype is None)")
         site.bound.pop("dtype", None)
         dtype = {bool: "mindspore.bool_", int: "mindspore.int64", float: "mindspore.float32"}.get(type(v))
         if dtype:

@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.engine import Unconvertible, _bind, atom, literal_value
+from msmigrate.engine import Unconvertible, atom, literal_value
 from msmigrate.rules.transforms.common import fixed_answer
 from msmigrate.rules.transforms.torch_functions import _calls, _generated_function, _no_out, call_generated
-
-
-def _kind(site, name: str) -> str | None:
-    """The visible kind (rules/transforms/dtypes.py `kind`) of the torch call's argument `name`,
-    as it was written: "pyint", "pyfloat", "float" (a tensor)..., or None."""
-    from msmigrate.rules.transforms.dtypes import kind
-    call = site.rw.original_call
-    if call is None:
-        return None
-    arg = _bind(site.record, call.args)[0].get(name)
-    return None if arg is None else kind(site.rw, arg.value)
+from msmigrate.rules.transforms.torch_functions import _original_kind as _kind
 
 
 # ---- the sym_* helpers: SymInt-aware in torch, Python's builtins on plain numbers -------------
