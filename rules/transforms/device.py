@@ -66,6 +66,18 @@ def current_device(site):
     return site.expr("{get}('device_id')", get=site.ref("mindspore.get_context"))
 
 
+def device_capability(site):
+    """torch.cuda.get_device_capability(device=None): ms.hal.get_device_capability of that GPU
+    ((major, minor); None off a GPU target, where torch raises). A device given as anything but
+    a number (a torch.device converts to its string) is marked."""
+    device = site.arg("device")
+    if device is None or isinstance(device, cst.Name) and device.value == "None":
+        device = current_device(site)
+    elif not isinstance(device, cst.Integer):
+        site.flag("review", f"{site.qualname}: MindSpore takes the device's number here (ms.get_context('device_id'))")
+    return site.expr("{f}({d}, 'GPU')", f=site.ref("mindspore.hal.get_device_capability"), d=device)
+
+
 def cuda_version(site):
     """torch.version.cuda: the CUDA toolkit torch was built with, None in a CPU build. MindSpore
     names no toolkit: None, marked (a GPU build of torch says e.g. '12.1')."""
