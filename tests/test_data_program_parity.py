@@ -111,6 +111,10 @@ part_a, part_b = random_split(rows, [15, 8])
 loader_a = DataLoader(part_a, batch_size=4, shuffle=True)
 loader_b = DataLoader(part_b, batch_size=4)
 fit, held, rest = random_split(rows, [0.5, 0.3, 0.2])
+n_fit = int(len(rows) * 0.9)   # counts computed at run time (a common tutorial form)
+big, small = random_split(rows, [n_fit, len(rows) - n_fit])
+ratio = [0.7, 0.3]
+seventy, thirty = random_split(rows, ratio)   # fractions in a variable
 
 res = {
     "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
@@ -131,7 +135,7 @@ res = {
     "split": [len(part_a), len(part_b), len(loader_a), len(loader_b.dataset),
               [sorted(epoch_summary(loader_a)[1] + epoch_summary(loader_b)[1]),
                epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
-              [len(fit), len(held), len(rest)]],
+              [len(fit), len(held), len(rest)], [len(big), len(small)], [len(seventy), len(thirty)]],
 }
 print(json.dumps(res))
 '''

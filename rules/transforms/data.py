@@ -167,7 +167,8 @@ def subset(site):
 
 def random_split(site):
     """random_split(src, [n1, n2, ...]) -> one pipeline per part, over a numpy permutation of the
-    indices (torch draws another one: the parts hold other samples, in the same sizes)."""
+    indices (torch draws another one: the parts hold other samples, in the same sizes); lengths
+    that are not literal counts (fractions, computed counts) go through msmigrate_split_counts."""
     src, lengths = site.arg("dataset"), site.arg("lengths")
     if src is None or lengths is None:
         raise Unconvertible("random_split without its dataset and lengths", "manual")
@@ -175,20 +176,10 @@ def random_split(site):
         counts = literal_value(lengths)
     except ValueError:
         counts = None
-    fractions = isinstance(counts, (list, tuple)) and counts and \
-        all(isinstance(c, (int, float)) and 0 <= c <= 1 for c in counts) and abs(sum(counts) - 1) < 1e-9 and \
-        any(isinstance(c, float) for c in counts)
-    if not (isinstance(counts, (list, tuple)) and all(isinstance(c, int) for c in counts)) and not fractions:
-        raise Unconvertible("lengths are not literal counts or fractions: split "
-                            "np.random.permutation(len(dataset)) by hand", "manual")
-    if fractions:
-        if dotted(src) is None or site.statement is None:
-            raise Unconvertible("fractional lengths of an inline dataset: bind it to a name first", "manual")
-        # torch: floor(n * f) each, the remainder one by one to the first parts
-        lengths = cst.Name("split_counts")
-        site.before(site.stmt("split_counts = {np}.floor(len({s}) * {np}.array({f})).astype(int)\n",
-                              np=site.ref("numpy"), s=src, f=site.arg("lengths")))
-        site.before(site.stmt("split_counts[:len({s}) - split_counts.sum()] += 1\n", s=src))
+    if not (isinstance(counts, (list, tuple)) and all(isinstance(c, int) for c in counts)):
+        # fractions, or counts computed at run time: torch's rule decides then
+        lengths = site.expr("{f}(len({s}), {l})", f=generated(site, generated_data.msmigrate_split_counts),
+                            s=src, l=lengths)
     site.flag("review", f"{site.qualname}: the parts hold other samples than torch's split (numpy's permutation"
                         f"{', not the generator' if site.has('generator') else ''}), in the same sizes")
     stmt = site.statement
