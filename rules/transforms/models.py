@@ -176,24 +176,33 @@ def eval_(site):
     return site.expr("{r}.set_train(False)", r=site.receiver)
 
 
+def _buffer_value(site, arg: str, missing: str):
+    """A buffer's tensor (argument `arg`) and whether it is persistent (a literal)."""
+    value = site.arg(arg)
+    if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+        raise Unconvertible(missing)
+    try:
+        return value, site.literal("persistent", True)
+    except ValueError:
+        raise Unconvertible("persistent= is not a literal") from None
+
+
+def _buffer_parameter(site, value, name: str | None):
+    """A persistent buffer in MindSpore: a Parameter that is not trained (saved in checkpoints)."""
+    if name is None:
+        return site.expr("{P}({v}, requires_grad=False)", P="@mindspore.Parameter", v=value)
+    return site.expr("{P}({v}, name={n}, requires_grad=False)", P="@mindspore.Parameter", v=value,
+                     n=cst.SimpleString(repr(name)))
+
+
 def register_buffer(site):
     """`self.register_buffer('name', t)` -> a non-trainable Parameter (saved in checkpoints, as a
     persistent buffer is); `persistent=False` -> a plain Tensor attribute (not saved)."""
     name = site.literal("name")
     if not isinstance(name, str) or not name.isidentifier():
         raise Unconvertible("buffer name is not a literal identifier")
-    value = site.arg("tensor")
-    if value is None or (isinstance(value, cst.Name) and value.value == "None"):
-        raise Unconvertible("a None buffer has no MindSpore equivalent")
-    try:
-        persistent = site.literal("persistent", True)
-    except ValueError:
-        raise Unconvertible("persistent= is not a literal") from None
-    if persistent:
-        rhs = site.expr("{P}({v}, name={n}, requires_grad=False)", P="@mindspore.Parameter", v=value,
-                        n=cst.SimpleString(repr(name)))
-    else:
-        rhs = value
+    value, persistent = _buffer_value(site, "tensor", "a None buffer has no MindSpore equivalent")
+    rhs = _buffer_parameter(site, value, name) if persistent else value
     site.before(cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(site.expr("{r}." + name, r=site.receiver))], value=rhs)]))
     return site.REMOVED
@@ -210,13 +219,7 @@ def buffer(site):
     if not site.is_call:
         raise Unconvertible("nn.Buffer as a value (isinstance, annotation): MindSpore has no buffer type; "
                             "a converted buffer is a Parameter with requires_grad=False")
-    value = site.arg("data")
-    if value is None or (isinstance(value, cst.Name) and value.value == "None"):
-        raise Unconvertible("a buffer without data (torch: an empty tensor): pass the tensor")
-    try:
-        persistent = site.literal("persistent", True)
-    except ValueError:
-        raise Unconvertible("persistent= is not a literal") from None
+    value, persistent = _buffer_value(site, "data", "a buffer without data (torch: an empty tensor): pass the tensor")
     if not persistent:
         return value
     stmt = site.statement
@@ -227,10 +230,7 @@ def buffer(site):
         if isinstance(target, cst.Attribute) and isinstance(assign.value, cst.Call) and \
                 site.rw.scopes.resolve(assign.value.func) in _BUFFERS:
             name = target.attr.value
-    if name is None:
-        return site.expr("{P}({v}, requires_grad=False)", P="@mindspore.Parameter", v=value)
-    return site.expr("{P}({v}, name={n}, requires_grad=False)", P="@mindspore.Parameter", v=value,
-                     n=cst.SimpleString(repr(name)))
+    return _buffer_parameter(site, value, name)
 
 
 _PERSISTENT_BUFFER = re.compile(r"register_buffer\((?![^\n]*persistent\s*=\s*False)|\bBuffer\((?![^\n]*persistent\s*=\s*False)")
