@@ -1031,11 +1031,36 @@ def data_read(site):
     `ops.stop_gradient(x)`. Elsewhere (PyNative code: `__init__` and what it calls, where
     Tensor.data is the tensor itself) and in a statement that writes through `.data` (in-place
     updates, converted elsewhere) it is kept."""
-    if not _in_cell_method(site):
+    if not (_in_cell_method(site) or _in_compiled_function(site)):
         return site.node.func
     if _WRITES_DATA.search(cst.Module([]).code_for_node(site.statement)):
         return site.node.func
     return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=site.receiver)
+
+
+def _in_compiled_function(site) -> bool:
+    """In a function given to value_and_grad / grad (the training-loop conversion's forward_fn,
+    run inside its @ms.jit train_step) or decorated with jit: compiled code too, where
+    `x.data` in a step with BatchNorm and a branch fails to compile (PyTorch-GAN's EBGAN:
+    `if (margin - d_loss_fake.data).item() > 0:`)."""
+    return any(name in _compiled_names(site.rw.module) for name in site.rw.functions)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_names(module: cst.Module) -> frozenset[str]:
+    names: set[str] = set()
+
+    class _Find(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", None)
+            if func in ("value_and_grad", "grad") and node.args and isinstance(node.args[0].value, cst.Name):
+                names.add(node.args[0].value.value)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if any("jit" in cst.Module([]).code_for_node(d.decorator) for d in node.decorators):
+                names.add(node.name.value)
+    module.visit(_Find())
+    return frozenset(names)
 
 
 def _in_cell_method(site) -> bool:
