@@ -554,6 +554,9 @@ EXTRA = [
     ("max:values", "x=f(3,4)", "return x.max(dim=1).values"),
     ("sort:values", "x=f(3,4)", "return x.sort(1).indices"),
     ("topk:values", "x=f(3,6)", "return x.topk(3).values"),
+    # torch's sliding windows (MindSpore's Tensor.unfold is im2col): a generated gather
+    ("unfold", "x=f(10)", "return x.unfold(0, 3, 2)"),
+    ("unfold:2d", "x=f(3,8)", "return x.unfold(1, 2, 2).unfold(0, 2, 1)"),
 ]
 
 # Conversions that cannot be faithful: each must be left for a human with this diagnostic code.
@@ -570,7 +573,6 @@ FLAGGED = [
     ("grad.zero_", "x=f(3,4)", "x.grad.zero_()", "MSC102"),
     ("grad.data.zero_", "x=f(3,4)", "x.grad.data.zero_()", "MSC102"),
     ("unique:inverse", "x=i(8)", "return x.unique(return_inverse=True)", "MSC102"),
-    ("unfold", "x=f(10)", "return x.unfold(0, 3, 2)", "MSC102"),
     ("scatter_reduce:amax", "x=f(3,4), idx=i(3,5,hi=4), s=f(3,5)", "return x.scatter_reduce(1, idx, s, 'amax')", "MSC102"),
     ("new", "x=f(3,4)", "return x.new(2, 3)", "MSC102"),
     ("random_", "x=f(3,4)", "x.random_(0, 10)", "MSC103"),
