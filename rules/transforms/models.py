@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+import libcst.matchers as m
 
 from msmigrate.engine import Unconvertible
 from msmigrate.names import dotted
@@ -246,21 +247,11 @@ def _buffers_listed(site) -> None:
         return
     stmt = site.statement
     if stmt is not None and any((site.rw.scopes.resolve(call.func) or "").startswith("torch.optim.")
-                                for call in _calls_in(stmt)):
+                                for call in m.findall(stmt, m.Call())):
         return
     site.flag("review", f"{site.qualname}: a buffer (register_buffer) is a non-trainable Parameter in MindSpore, "
                         f"so this also yields the buffers (torch: parameters only); leave them out where you "
                         f"count or initialise parameters (their names: the register_buffer calls)")
-
-
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
-    node.visit(_Collect())
-    return found
 
 
 def parameters(site):

@@ -1048,19 +1048,12 @@ def _in_compiled_function(site) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _compiled_names(module: cst.Module) -> frozenset[str]:
-    names: set[str] = set()
-
-    class _Find(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            func = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", None)
-            if func in ("value_and_grad", "grad") and node.args and isinstance(node.args[0].value, cst.Name):
-                names.add(node.args[0].value.value)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            if any("jit" in cst.Module([]).code_for_node(d.decorator) for d in node.decorators):
-                names.add(node.name.value)
-    module.visit(_Find())
-    return frozenset(names)
+    given = {call.args[0].value.value for call in m.findall(module, m.Call(
+        func=m.Name("value_and_grad") | m.Name("grad") | m.Attribute(attr=m.Name("value_and_grad") | m.Name("grad")),
+        args=[m.Arg(value=m.Name()), m.ZeroOrMore()]))}
+    jitted = {f.name.value for f in m.findall(module, m.FunctionDef())
+              if any("jit" in cst.Module([]).code_for_node(d.decorator) for d in f.decorators)}
+    return frozenset(given | jitted)
 
 
 def _in_cell_method(site) -> bool:
