@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
+import libcst.matchers as cstm
 from libcst.helpers import parse_template_expression, parse_template_statement
 
 from msmigrate.arguments import argument_objects
@@ -1028,6 +1029,14 @@ class Rewriter(cst.CSTTransformer):
             # a method called on a tensor attribute read (`w.data.numpy()`, `x.real.sum()`): the
             # receiver is read like any other (leave_Attribute)
             self.skip.discard(id(func.value))
+        q = self.scopes.resolve(func)
+        rec = self.table.lookup(q) if is_source(q) else None
+        if rec is not None and rec.drop:
+            # an argument the record drops is not converted (`torch.jit.annotate(torch.Tensor, v)`)
+            bound, _ = _bind(rec, node.args)
+            for name in rec.drop:
+                if name in bound:
+                    self.skip.update(id(n) for n in cstm.findall(bound[name].value, cstm.Name() | cstm.Attribute()))
         if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass"):
             self.type_checks += 1
         if isinstance(func, cst.Name) and func.value in ("map", "filter") and node.args and \

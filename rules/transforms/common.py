@@ -102,6 +102,18 @@ def remove_call(site):
     return site.REMOVED
 
 
+def direct_call(site):
+    """fn(*args, **kw) in place of torch.jit.fork(fn, ...) (asynchronous in torch, the same result)
+    or torch.utils.checkpoint.checkpoint(fn, ...) (recomputed in the backward pass to save memory,
+    the same values): the call itself; the record's `drop` arguments (checkpointing options) go."""
+    callee = site.arg(site.record.args[0])
+    if callee is None:
+        raise Unconvertible(f"{site.qualname} without the function to call")
+    rest = [a for a in site.node.args if a.value is not callee
+            and not (a.keyword is not None and a.keyword.value in site.record.drop)]
+    return cst.Call(func=callee, args=rest)
+
+
 def receiver(site):
     """`x.cuda()`, `model.to(device)`: placement is global in MindSpore, the object stays."""
     return site.receiver
