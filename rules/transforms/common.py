@@ -102,6 +102,27 @@ def remove_call(site):
     return site.REMOVED
 
 
+def statement_slot(stmt, node) -> bool:
+    """Is `node` a whole `with` item, decorator or expression statement of `stmt`? The engine
+    removes REMOVED only from those places."""
+    if isinstance(stmt, cst.With):
+        return any(item.item.deep_equals(node) for item in stmt.items)
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return any(d.decorator.deep_equals(node) for d in stmt.decorators)
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return any(isinstance(s, cst.Expr) and s.value.deep_equals(node) for s in stmt.body)
+    return False
+
+
+def no_effect_context(site):
+    """A context manager or decorator that changes no value (a profiler label, an attention
+    kernel choice, where saved activations live): gone as a `with` item, decorator or statement;
+    kept as a value, contextlib.nullcontext()."""
+    if site.statement is not None and statement_slot(site.statement, site.node):
+        return site.REMOVED
+    return site.expr("{n}()", n="@contextlib.nullcontext")
+
+
 def direct_call(site):
     """fn(*args, **kw) in place of torch.jit.fork(fn, ...) (asynchronous in torch, the same result)
     or torch.utils.checkpoint.checkpoint(fn, ...) (recomputed in the backward pass to save memory,

@@ -8,7 +8,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, _bind, atom, kwarg, literal_value
 from msmigrate.names import dotted
-from msmigrate.rules.transforms.common import with_file_names
+from msmigrate.rules.transforms.common import statement_slot, with_file_names
 
 
 def _is_none(node) -> bool:
@@ -825,23 +825,11 @@ def type_info(site):
 
 # ---- gradient modes ----------------------------------------------------------------------
 
-def _statement_slot(stmt, node) -> bool:
-    """Is `node` a whole `with` item, decorator or expression statement of `stmt`? The engine
-    removes REMOVED only from those places."""
-    if isinstance(stmt, cst.With):
-        return any(item.item.deep_equals(node) for item in stmt.items)
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        return any(d.decorator.deep_equals(node) for d in stmt.decorators)
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return any(isinstance(s, cst.Expr) and s.value.deep_equals(node) for s in stmt.body)
-    return False
-
-
 def grad_mode(site):
     """no_grad / enable_grad / inference_mode / set_grad_enabled: MindSpore computes gradients only
     inside ms.grad / value_and_grad, so as a `with` item, decorator or statement they go away;
     kept as a value (`ctx = torch.no_grad()`) they become contextlib.nullcontext()."""
-    if site.statement is not None and _statement_slot(site.statement, site.node):
+    if site.statement is not None and statement_slot(site.statement, site.node):
         return site.REMOVED
     site.flag("review", f"{site.qualname} used as a value became contextlib.nullcontext(): MindSpore only "
                         f"computes gradients inside ms.grad / ms.value_and_grad")
