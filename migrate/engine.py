@@ -1331,8 +1331,8 @@ class Rewriter(cst.CSTTransformer):
     def _receiver_instance(self, receiver) -> ApiRecord | None:
         """The record of the torch object `receiver` holds, where it is known."""
         inst = self.instances.get(dotted(receiver) or "")
-        if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`
-            inst = self.call_records.get(id(receiver), (None,))[0]
+        if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`, `Net().half().float()`
+            inst = self._constructed(receiver)
         return inst
 
     def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord | None:

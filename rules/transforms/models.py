@@ -307,3 +307,15 @@ def train_inline(site):
     if isinstance(site.node.func, cst.Call):
         return site.node.with_changes(func=site.expr("{c}.set_train(True)", c=site.node.func))
     return site.node
+
+
+# Module.half() & co: the dtype its floating-point parameters and buffers are stored in
+_MODULE_DTYPES = {"half": "mindspore.float16", "float": "mindspore.float32", "double": "mindspore.float64",
+                  "bfloat16": "mindspore.bfloat16"}
+
+
+def cast_parameters(site):
+    """`model.double()` -> msmigrate_cast_parameters(model, ms.float64): a Cell has no such
+    method; torch stores the module's floating-point parameters and buffers in that dtype."""
+    func = generated(site, cells.msmigrate_cast_parameters)
+    return cst.Call(func, [cst.Arg(site.receiver), cst.Arg(site.ref(_MODULE_DTYPES[site.record.method_name]))])
