@@ -1333,6 +1333,10 @@ class Rewriter(cst.CSTTransformer):
         inst = self.instances.get(dotted(receiver) or "")
         if inst is None and isinstance(receiver, cst.Call):  # `Net().to(device)`, `Net().half().float()`
             inst = self._constructed(receiver)
+        if inst is None and isinstance(receiver, cst.Attribute) and \
+                self.instances.get(dotted(receiver.value) or "") in self.local_classes.values():
+            # `model.backbone` of a model whose class assigns `self.backbone = nn.Sequential(...)`
+            inst = self.instances.get(f"self.{receiver.attr.value}")
         return inst
 
     def _pick_method(self, candidates: list[ApiRecord], receiver) -> ApiRecord | None:

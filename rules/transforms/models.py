@@ -6,7 +6,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from msmigrate.engine import Unconvertible
+from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.names import dotted
 from msmigrate.rules.generated import cells
 from msmigrate.rules.transforms.common import generated
@@ -280,6 +280,15 @@ def modules(site):
     return site.expr("(cell for _, cell in {r}.cells_and_names())", r=site.receiver)
 
 
+def _in_module_subclass(site) -> bool:
+    """`self.add_module(...)` in a class derived from nn.Module itself: a plain Cell."""
+    if not (isinstance(site.receiver, cst.Name) and site.receiver.value == "self" and site.rw.class_nodes):
+        return False
+    bases = site.rw.class_nodes[-1][0].bases
+    return bool(bases) and all(site.rw.scopes.resolve(b.value) in ("torch.nn.Module", "torch.nn.modules.module.Module")
+                               for b in bases)
+
+
 def add_module(site):
     """`seq.add_module('fc', m)`: a SequentialCell runs only the cells it was built with or that
     were appended (insert_child_to_cell adds a child its construct never calls: an identity,
@@ -291,7 +300,7 @@ def add_module(site):
         site.flag("review", "nn.Sequential.add_module(name, m) -> SequentialCell.append(m): the child runs "
                   "in order, but its parameters are named by position ('0.weight'), not by name")
         return site.expr("{r}.append({m})", r=site.receiver, m=module)
-    if rec is None:
+    if rec is None and not _in_module_subclass(site):
         site.flag("review", "add_module -> insert_child_to_cell: if the receiver is a SequentialCell, its "
                   "construct never calls this child; use .append(m) there")
     return site.expr("{r}.insert_child_to_cell({n}, {m})", r=site.receiver, n=site.arg("name"), m=module)
@@ -319,3 +328,36 @@ def cast_parameters(site):
     method; torch stores the module's floating-point parameters and buffers in that dtype."""
     func = generated(site, cells.msmigrate_cast_parameters)
     return cst.Call(func, [cst.Arg(site.receiver), cst.Arg(site.ref(_MODULE_DTYPES[site.record.method_name]))])
+
+
+def requires_grad_(site):
+    """`model.requires_grad_(False)` -> msmigrate_requires_grad_(model, False): a Cell has no
+    such method; torch sets requires_grad on the module's parameters (not its buffers)."""
+    func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters,
+                     cells.msmigrate_requires_grad_)
+    return cst.Call(func, [cst.Arg(site.receiver), *([cst.Arg(site.arg("requires_grad"))]
+                                                     if site.has("requires_grad") else [])])
+
+
+def register_parameter(site):
+    """`self.register_parameter('w', p)` -> setattr(self, 'w', p): a Cell registers a Parameter
+    assigned to it (named after the attribute), and None as torch does."""
+    return site.expr("setattr({r}, {n}, {p})", r=site.receiver, n=site.arg("name"), p=site.arg("param"))
+
+
+def submodule_path(site):
+    """`m.get_submodule('a.0')` / `m.get_parameter('a.0.weight')`: the attribute path, walked."""
+    func = generated(site, cells.msmigrate_get_submodule) if site.record.method_name == "get_submodule" else \
+        generated(site, cells.msmigrate_get_submodule, cells.msmigrate_get_parameter)
+    return cst.Call(func, [cst.Arg(site.receiver), cst.Arg(site.arg("target"))])
+
+
+def removed_on_network(site):
+    """`model.zero_grad()` / `model.compile()` of a known network: MindSpore keeps no gradients
+    between steps, and the converted training step is compiled by @ms.jit: the call goes. On any
+    other receiver (an optimizer in a step left for manual work, another library's object) it
+    stays."""
+    rec = site.instance_record(site.receiver)
+    if rec is not None and creates_cell(rec):
+        return site.REMOVED
+    return site.node

@@ -580,8 +580,8 @@ def requires_grad_(site):
     grad/value_and_grad are given."""
     flag = site.arg("requires_grad", cst.Name("True"))
     if _is_module(site):
-        raise Unconvertible("Module.requires_grad_(): set `p.requires_grad` on "
-                            "net.get_parameters()")
+        from msmigrate.rules.transforms.models import requires_grad_ as module_requires_grad_
+        return module_requires_grad_(site)
     if _is_statement(site) and isinstance(site.receiver, cst.Name) and requires_grad_call(site.rw.original_call) \
             and _made_by_torch(site, site.receiver.value):
         # `w.requires_grad_()`: w is a trainable leaf from here on, a Parameter (the training-step
