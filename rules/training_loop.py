@@ -41,7 +41,7 @@ from msmigrate.rules.rollout_values import network_stores, same_container
 OPTIMIZER_PREFIX = "torch.optim."
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 GRAD_SCALERS = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler",
-                "torch.amp.grad_scaler.GradScaler"}
+                "torch.amp.grad_scaler.GradScaler", "torch.GradScaler"}
 AUTOCASTS = {"torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast",
              "torch.cpu.amp.autocast", "torch.amp.autocast_mode.autocast"}
 CLIP_NORM = {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
