@@ -1096,13 +1096,24 @@ class Rewriter(cst.CSTTransformer):
         """A bare reference (not called): `torch.float32`, `F.relu` passed as a value."""
         q = self.scopes.resolve(node)
         if not is_source(q):
-            # a dotted name not rooted at torch: its prefixes share the root, nothing to visit
-            return dotted(node) is None
+            # a dotted name not rooted at torch: its prefixes share the root, nothing to visit,
+            # except an attribute read a record converts (`net.module.weight`: the inner read)
+            return dotted(node) is None or self._inner_read(node)
         self.pos_stack.append(self._pos(node))
         try:
             self.replace[id(node)] = self._convert_reference(node, q)
         finally:
             self.pos_stack.pop()
+        return False
+
+    def _inner_read(self, node) -> bool:
+        """Does the chain `node` hold, below its outermost name, an attribute that a record
+        converts where it is read (`.module` of a DataParallel, `.real` of a tensor)?"""
+        inner = node.value if isinstance(node, cst.Attribute) else None
+        while isinstance(inner, cst.Attribute):
+            if any(r.read for r in self.table.methods(inner.attr.value)):
+                return True
+            inner = inner.value
         return False
 
     def _convert_reference(self, node, q: str) -> cst.BaseExpression:

@@ -64,8 +64,11 @@ RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 
 # methods of these classes apply only where the receiver is known to be one of their objects
 # (`scaler = GradScaler(...)`; `scaler.state_dict()`): their names are too common to guess
-CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.", "torch.distributions.Distribution.")
-METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.",
+CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.", "torch.distributions.Distribution.",
+                        # the wrapped network of a (Distributed)DataParallel, a name user classes
+                        # use too (`self.module`)
+                        "torch.nn.DataParallel.module", "torch.nn.parallel.DistributedDataParallel.module")
+METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer.", "torch.nn.DataParallel.",
                    "torch.utils.data.DataLoader.", "torch.nn.RNNBase.",
                    "torch.utils.data.distributed.DistributedSampler.",
                    "torch.nn.parallel.DistributedDataParallel.",
