@@ -677,6 +677,26 @@ def _writes_through_data(receiver) -> bool:
     return isinstance(receiver, cst.Attribute) and receiver.attr.value == "data"
 
 
+def _parameter_loop_name(site, target) -> bool:
+    """`for e, p in zip(ema.parameters(), model.parameters()): e.mul_(d).add_(p)` outside
+    compiled code: `e` is a Parameter, which a compiled step that has used it no longer sees
+    written by setitem (it keeps the old values); ops.assign writes it in place for both."""
+    return isinstance(target, cst.Name) and target.value in _parameter_loop_names(site.rw.module) \
+        and not _in_compiled_function(site) and not _in_cell_method(site)
+
+
+_PARAMETER_ITERATORS = re.compile(r"\b(?:named_parameters|parameters|get_parameters|trainable_params|"
+                                  r"parameters_and_names)\(")
+
+
+@functools.lru_cache(maxsize=16)
+def _parameter_loop_names(module: cst.Module) -> frozenset[str]:
+    """Names a `for` loop of the file binds while iterating over a network's parameters."""
+    code = cst.Module([]).code_for_node
+    return frozenset(n.value for loop in m.findall(module, m.For()) if _PARAMETER_ITERATORS.search(code(loop.iter))
+                     for n in m.findall(loop.target, m.Name()))
+
+
 def _inplace_chain(site) -> tuple[list[cst.Call], cst.BaseExpression | None]:
     """The in-place calls of the current expression statement, outermost first, and the tensor
     they all write to: `ema.mul_(d).add_(x)` -> ([add_ call, mul_ call], ema)."""
@@ -790,6 +810,7 @@ def _assign_back(site, target, value, scalar: bool = False, parameter: bool = Fa
     or a name written through `.data` (`p.data.clamp_(...)`: a Parameter or buffer). Under
     @ms.jit only ops.assign persists into a Parameter; outside, setitem / set_data on a Parameter
     a compiled step has used detach it from that step (its later updates go elsewhere)."""
+    parameter = parameter or _parameter_loop_name(site, target)
     if isinstance(target, cst.Attribute) or attribute_choice(target) or (parameter and isinstance(target, cst.Name)):
         if scalar:
             value = site.expr("{f}({t}, {v})", f="@mindspore.ops.full_like", t=target, v=value)
