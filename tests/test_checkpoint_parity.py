@@ -15,6 +15,7 @@ import math
 
 import pytest
 
+from conftest import FIXTURES
 from isolated import run_script
 from msmigrate import convert_source
 
@@ -454,3 +455,16 @@ def test_init_through_apply_and_data_matches_torch(tmp_path):
     src = FIXTURES / "programs" / "weights_init_apply.py"
     want, got = _outputs(src, _convert(src.read_text()), tmp_path)
     assert len(want) == 2 and want == got
+
+
+@pytest.mark.framework
+def test_checkpoint_under_a_variable_name_keeps_the_programs_file_name(tmp_path):
+    """fixtures/programs/checkpoint_variable_path.py: saved, found and resumed under its own
+    '.pth' name, with no marker; the converted program prints torch's lines."""
+    from test_values_change_type import _outputs, _same_line
+    src = FIXTURES / "programs" / "checkpoint_variable_path.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, [d.to_text() for d in result.diagnostics]
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 6 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))

@@ -2,7 +2,9 @@
 Parameters written in place with ops.assign.
 
 MindSpore appends '.ckpt' to a file name without it when saving and only loads '*.ckpt' names, so
-literal '.pt'/'.pth' paths are renamed on both sides (other literal names get '.ckpt' appended).
+literal '.pt'/'.pth' paths are renamed on both sides (other literal names get '.ckpt' appended);
+a name the source does not show (a variable) is kept exactly by generated functions
+(rules/generated/checkpoint_files.py).
 torch's strict load raises on missing or unexpected names: the check is emitted inline.
 """
 from __future__ import annotations
@@ -13,13 +15,15 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
 from msmigrate.names import dotted, fresh_name, resolve
+from msmigrate.rules.transforms.common import generated_text
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 
 
 def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
     """'model.pt' -> 'model.ckpt' (also the last literal part of an f-string, the template of
-    '{}.pkl'.format(n) and '%d.pkl' % n); other paths are flagged unless they visibly end in .ckpt."""
+    '{}.pkl'.format(n) and '%d.pkl' % n); the path itself where it visibly ends in .ckpt; None
+    where the source does not show the name."""
     if isinstance(path, cst.SimpleString):
         text = path.evaluated_value
         if isinstance(text, str):
@@ -44,9 +48,19 @@ def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
             return path.with_changes(parts=[*path.parts[:-1], last.with_changes(value=new)])
         if last.value.endswith(".ckpt"):
             return path
-    site.flag("review", f"{site.qualname}: MindSpore saves to '<name>.ckpt' when {site.code(path)} does not "
-                        f"end in .ckpt, and loads only .ckpt files: make the path end in .ckpt")
-    return path
+    return None
+
+
+def _checkpoint_call(site, action: str, path, args: list[cst.Arg]) -> cst.Call:
+    """ms.save_checkpoint(*args, renamed path) / ms.load_checkpoint(renamed path, *args) where the
+    source shows the file name; else the generated function keeping the program's own name
+    (rules/generated/checkpoint_files.py)."""
+    renamed = _ckpt_path(site, path)
+    if renamed is not None:
+        func = site.ref(f"mindspore.{action}_checkpoint")
+    else:
+        func, renamed = generated_text(site.rw.imports, "checkpoint_files", f"msmigrate_{action}_checkpoint"), path
+    return site.call(func, args[:1] + [cst.Arg(renamed)] + args[1:] if action == "save" else [cst.Arg(renamed), *args])
 
 
 def _renamed(text: str) -> str | None:
@@ -124,21 +138,20 @@ def save(site):
         raise Unconvertible("torch.save without obj and f", "manual")
     if _pickled(site, obj):
         return _pickle_save(site, obj, path)
-    save_fn = site.ref("mindspore.save_checkpoint")
     owner = _params_of(obj)
     if owner is not None:  # torch.save(model.state_dict(), p)
-        return site.expr("{save}({m}, {p})", save=save_fn, m=owner, p=_ckpt_path(site, path))
+        return _checkpoint_call(site, "save", path, [cst.Arg(owner)])
     if isinstance(obj, cst.Dict):
-        return _save_dict(site, obj, save_fn, path)
+        return _save_dict(site, obj, path)
     if _is_cell(site, obj):  # a whole module: MindSpore stores parameters only
         site.flag("review", f"{site.qualname}: torch pickles the whole module; a MindSpore checkpoint holds its "
                             f"parameters only: the loading side must build the Cell and load_param_into_net")
-        return site.expr("{save}({m}, {p})", save=save_fn, m=obj, p=_ckpt_path(site, path))
+        return _checkpoint_call(site, "save", path, [cst.Arg(obj)])
     raise Unconvertible(f"torch.save of {site.code(obj)}: only state_dicts, modules and checkpoint dicts of "
                         f"state_dicts and scalars map to MindSpore checkpoints", "manual")
 
 
-def _save_dict(site, obj: cst.Dict, save_fn, path):
+def _save_dict(site, obj: cst.Dict, path):
     """{'model': m.state_dict(), 'optimizer': o.state_dict(), 'epoch': e} -> one flat checkpoint:
     the parameter tables merged, the rest as append_dict (int/float/bool/str only)."""
     tables, extras = [], []
@@ -156,7 +169,7 @@ def _save_dict(site, obj: cst.Dict, save_fn, path):
         else:
             extras.append(el.with_changes(comma=cst.MaybeSentinel.DEFAULT))
     merged = tables[0] if len(tables) == 1 else cst.Dict([cst.StarredDictElement(t) for t in tables])
-    args = [cst.Arg(merged), cst.Arg(_ckpt_path(site, site.arg("f")))]
+    args = [cst.Arg(merged)]
     if extras:
         keys = ", ".join(site.code(e.key) for e in extras)
         site.flag("review", f"{site.qualname}: the checkpoint is one flat table: load_state_dict(ckpt[key]) loads "
@@ -164,7 +177,7 @@ def _save_dict(site, obj: cst.Dict, save_fn, path):
                             f"int(ckpt[...]) / float(ckpt[...])")
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         args.append(kwarg("append_dict", cst.Dict([e.with_changes(comma=comma) for e in extras[:-1]] + extras[-1:])))
-    return site.call(save_fn, args)
+    return _checkpoint_call(site, "save", path, args)
 
 
 def load(site):
@@ -184,7 +197,7 @@ def load(site):
     if weights_only is False or used_as_module:
         site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
                             f"checkpoint is a parameter table: build the Cell, then load_param_into_net")
-    return site.expr("{load}({p})", load=site.ref("mindspore.load_checkpoint"), p=_ckpt_path(site, path))
+    return _checkpoint_call(site, "load", path, [])
 
 
 def _statement_call(site) -> bool:
