@@ -309,8 +309,14 @@ LATE_FORWARD = ("this call of a trained network runs after the compiled step her
 
 
 def _jumps(stmts: list) -> bool:
-    """Whether these statements may leave the block early (continue, break, return, raise)."""
-    return any(isinstance(n, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for s in stmts for n in _walk(s))
+    """Whether these statements may leave the block early (continue, break, return, raise); not
+    the body of a def among them (a helper the loss calls), which runs only when called."""
+    def leaves(node) -> bool:
+        if isinstance(node, (cst.Continue, cst.Break, cst.Return, cst.Raise)):
+            return True
+        return not isinstance(node, cst.FunctionDef) and any(leaves(c) for c in node.children)
+
+    return any(leaves(s) for s in stmts)
 
 
 def _walk(node):
@@ -977,18 +983,36 @@ class TrainingLoopPass(PathTransformer):
         # batch's loss) that depends on none of the step's statements before it: drawn before
         # the step too, and passed in
         drawn_before = []
+
+        def runs_first(k: int) -> bool:
+            """Whether pre[k] may run before the statements from the step's first one on (those
+            not moved already): it depends on none of them and changes nothing they use."""
+            between = [j for j in range(chosen[0], k) if j not in drawn_before]
+            later = set().union(*(eff[i].mutated for i in chosen if i > k))
+            return not (eff[k].changed & later or _jumps([pre[j] for j in between]) or any(
+                any(related(r, w) for r in eff[k].read for w in eff[j].changed) or
+                any(related(w, o) for w in eff[k].changed for o in eff[j].read | eff[j].changed)
+                for j in between))
+
         for k in chosen[1:]:
             if not (self._prepares_data(pre[k], leaves) and self._host_call(pre[k], leaves)) or \
                     reads(pre[k]) & trained:
                 continue
-            between = [j for j in range(chosen[0], k) if j not in drawn_before]
-            later = set().union(*(eff[i].mutated for i in chosen if i > k))
-            if eff[k].changed & later or _jumps([pre[j] for j in between]) or any(
-                    any(related(r, w) for r in eff[k].read for w in eff[j].changed) or
-                    any(related(w, o) for w in eff[k].changed for o in eff[j].read | eff[j].changed)
-                    for j in between):
+            if runs_first(k):
+                drawn_before.append(k)
+        # a tensor trained by hand is made after the step's first statement when the loss reads
+        # something bound before it (`k = 2.0`, a helper, a Cell): the step differentiates w.r.t.
+        # it, so it is made before the step too (left after it, the step read it unbound)
+        for k in range(chosen[0] + 1, len(pre)) if chosen and trained else ():
+            if k in chosen or not eff[k].writes & trained:
                 continue
+            if not runs_first(k):
+                body[b] = self._flag(backward_stmt, "manual", f"the tensor trained at line {self._pos(pre[k])[0]} "
+                                     f"is made after statements of the loss it depends on or changes: the step "
+                                     f"needs it first; make it before them, then convert")
+                return body
             drawn_before.append(k)
+        drawn_before.sort()
         chosen = [i for i in chosen if i not in drawn_before]
         jumping = [j for j in range(chosen[0] + 1, chosen[-1]) if j not in chosen and _jumps([pre[j]])] \
             if chosen else []

@@ -24,6 +24,31 @@ def test_custom_functions_train_like_torch(tmp_path):
     assert want[0].split("w1")[1] != want[-1].split("w1")[1]   # the sign's hand-written gradient trains fc1
 
 
+@pytest.mark.framework
+@pytest.mark.parametrize("made_before", [
+    # the Cell instance the pass adds after the class is read by the loss
+    "class Cube(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+    "        ctx.save_for_backward(x)\n        return x ** 3\n\n    @staticmethod\n    def backward(ctx, g):\n"
+    "        x, = ctx.saved_tensors\n        return 3 * g * x ** 2\n\n\nf = Cube.apply\n",
+    # the same without a Function: a constant, a layer, a helper (whose `return` leaves no block)
+    "k = 3.0\nact = torch.nn.Tanh()\n\n\ndef f(t):\n    return act(t) * k\n",
+])
+def test_a_tensor_trained_after_what_the_loss_reads_is_made_before_the_step(tmp_path, made_before):
+    """`x = torch.ones(3, requires_grad=True)` after a statement the loss reads (the Function's
+    `msmigrate_Cube = Cube()`): that statement began the step, and x, left out of it, came after
+    `grad_fn = ms.value_and_grad(..., (x,))` (NameError). x is made before the step now."""
+    src = tmp_path / "trained_after.py"
+    src.write_text(f"import torch\n\n{made_before}\n\nx = torch.ones(3, requires_grad=True)\n"
+                   "y = f(x * 0.5).sum()\ny.backward()\nprint(y.item(), x.grad.tolist())\n")
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    code = result.code
+    assert code.index("x = ms.Parameter(") < code.index("ms.value_and_grad("), code
+    want, got = _outputs(src, code, tmp_path)
+    assert len(want) == 1 and len(got) == 1, (want, got)
+    assert _same_line(want[0], got[0]), (want, got)
+
+
 @pytest.mark.parametrize("body", [
     "ctx.mark_non_differentiable(x)\n        return x\n    @staticmethod\n    def backward(ctx, g):\n"
     "        return g\n",
