@@ -66,12 +66,15 @@ def one_minus(value: cst.BaseExpression, site):
 
 
 def to_tuple(value: cst.BaseExpression, site):
-    """An int or a sequence -> a tuple literal where the value is a literal int."""
+    """An int or a sequence -> a tuple (MindSpore takes no int): a literal one where the value is
+    a literal or visibly a Python int, else torch's own test of it, at run time."""
     try:
         v = literal_value(value)
     except ValueError:
-        site.flag("review", f"{site.qualname}: {site.code(value)} is assumed to be an int (MindSpore needs a tuple)")
-        return site.expr("({v},)", v=value)
+        from msmigrate.rules.transforms.dtypes import kind
+        if kind(site.rw, site.uncast.get("normalized_shape", value)) == "pyint":
+            return site.expr("({v},)", v=value)
+        return site.expr("tuple({v}) if isinstance({v}, (list, tuple)) else ({v},)", v=value)
     if isinstance(v, int):
         return cst.parse_expression(f"({v},)")
     return value
