@@ -678,15 +678,15 @@ def _writes_through_data(receiver) -> bool:
 
 
 def _parameter_loop_name(site, target) -> bool:
-    """`for e, p in zip(ema.parameters(), model.parameters()): e.mul_(d).add_(p)` outside
-    compiled code: `e` is a Parameter, which a compiled step that has used it no longer sees
+    """`for e, p in zip(ema.parameters(), model.parameters()): e.mul_(d).add_(p)` (also over a
+    state dict's items) outside compiled code: `e` is a Parameter, which a compiled step that has used it no longer sees
     written by setitem (it keeps the old values); ops.assign writes it in place for both."""
     return isinstance(target, cst.Name) and target.value in _parameter_loop_names(site.rw.module) \
         and not _in_compiled_function(site) and not _in_cell_method(site)
 
 
 _PARAMETER_ITERATORS = re.compile(r"\b(?:named_parameters|parameters|get_parameters|trainable_params|"
-                                  r"parameters_and_names)\(")
+                                  r"parameters_and_names|state_dict|parameters_dict|named_buffers|buffers)\(")
 
 
 @functools.lru_cache(maxsize=16)
