@@ -261,6 +261,7 @@ class Site:
         self.REMOVED = cst.Name(REMOVED_NAME)
         self.result_dtype: cst.BaseExpression | None = None   # cast of the result (compute_as)
         self.uncast: dict[str, cst.BaseExpression] = {}   # arguments as they were before a dtype cast
+        self.wraps: list = []   # functions of the converted value: what PROMOTE added, taken off again
 
     # arguments ---------------------------------------------------------------------
     def arg(self, name: str, default: cst.BaseExpression | None = None):
@@ -1382,14 +1383,14 @@ class Rewriter(cst.CSTTransformer):
         try:
             from msmigrate.rules import OUT_TARGET, WRITE_OUT
             out_target = transform_function(OUT_TARGET)(site) if "out" in site.bound else None
-            if (rec.promote or rec.dtype_review or rec.compute_as or rec.empty_value) and receiver is None \
-                    and self.original_call is not None:
+            if rec.visible and receiver is None and self.original_call is not None:
                 from msmigrate.rules import PROMOTE
                 original = self.original_call
                 args = list(original.args)
                 if isinstance(original.func, cst.Attribute) and not is_source(self.scopes.resolve(original.func)):
                     args.insert(0, cst.Arg(original.func.value))   # x.sin() converted as torch.sin(x)
                 transform_function(PROMOTE)(site, _bind(rec, args)[0])
+                rec = site.record   # one computing a visibly complex argument otherwise (record `complex`)
             if rec.transform:
                 out = transform_function(rec.transform)(site)
             elif receiver is not None:
@@ -1400,6 +1401,8 @@ class Rewriter(cst.CSTTransformer):
                 raise Unconvertible(rec.note or f"{q} has no MindSpore equivalent", rec.status)
             if site.result_dtype is not None and not _is_removed(out):
                 out = site.expr("{v}.astype({t})", v=atom(out, attribute=True), t=site.result_dtype)
+            for wrap in site.wraps:   # what PROMOTE added to the arguments, taken off the result
+                out = out if _is_removed(out) else wrap(out)
             if out_target is not None and not _is_removed(out):
                 out = transform_function(WRITE_OUT)(site, out_target, out)
             if rec.inplace and receiver is None and not _is_removed(out):

@@ -38,6 +38,33 @@ A record says how one torch callable (or attribute) becomes MindSpore:
                                             # position 0 of MindSpore's plain tuple
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
                                             # where the argument's dtype is not visible
+    promote_as = { bool = "int64" }         # torch's result dtype for an argument visibly of that
+                                            # kind (square of bool: int64), MindSpore having no
+                                            # kernel for the kind: cast to it, not cast back
+    complex = "or"                          # a visibly complex argument (MindSpore's kernel takes
+                                            # real dtypes): "or"/"and" joins the function of its
+                                            # real and imaginary parts (isnan: or, isfinite: and);
+                                            # "generated": rules/generated/functions.py's
+                                            # msmigrate_<name> computes it
+    empty_pad = { input = "1" }             # MindSpore's elementwise kernel raises on an empty
+                                            # tensor: one that may visibly be empty is computed
+                                            # with one element of this value appended, dropped after
+    empty_sizes = "n"                       # the size argument (n / s) of a transform that pads or
+                                            # trims `dim` to it: a zero is appended along those
+                                            # dims of a tensor that may visibly be empty (exact)
+    empty_reduce = "dim"                    # a reduction over `dim` whose kernel raises on an
+                                            # empty tensor (torch: an empty result): the tensor's
+                                            # other dims that may visibly be empty get one more
+                                            # element, dropped from the result
+    scalar_dim = "dim"                      # torch takes dim 0 / -1 of a 0-d tensor (MindSpore
+                                            # raises): a visibly 0-d input is reshaped to (1,),
+                                            # the result back to ()
+    unbatched = { input = 4 }               # the rank MindSpore's kernel needs, torch also taking
+                                            # one less (unbatched): an argument visibly of that
+                                            # rank gets a batch dim of 1, the result loses it
+    joined = "tensors"                      # the list of tensors a join takes ("*": its positional
+                                            # arguments); torch promotes their dtypes, MindSpore's
+                                            # Concat takes one: visibly different kinds are cast
     inplace = "inplace"                     # the torch argument asking for the result to be written
                                             # into the first argument (F.relu(x, inplace=True)), or
                                             # "always" (F.relu_): a whole statement writes it back
@@ -77,7 +104,8 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
            "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value", "fields",
-           "dtype_review", "calls_object", "inplace", "base"}
+           "dtype_review", "calls_object", "inplace", "base", "promote_as", "complex", "empty_pad",
+           "empty_sizes", "empty_reduce", "scalar_dim", "unbatched", "joined"}
 
 
 @dataclass(frozen=True)
@@ -118,12 +146,38 @@ class ApiRecord:
                               # `torch.sort(x).values` -> `ops.sort(x)[0]` (a plain tuple in MindSpore)
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
                               # some of its dtypes: marked unless the argument's dtype is visible
+    promote_as: dict = field(default_factory=dict)   # visible kind -> torch's result dtype, the
+                              # argument cast to it (no kernel for the kind; not cast back)
+    complex: str = ""         # a visibly complex argument: "or" / "and" of the function of its
+                              # real and imaginary parts, or "generated" (msmigrate_<name>)
+    empty_pad: dict = field(default_factory=dict)   # arg -> a value appended to an argument that
+                              # may visibly be empty (elementwise kernels raising on empty tensors)
+    empty_sizes: str = ""     # the n / s argument: a zero appended along its dims of an input that
+                              # may visibly be empty (MindSpore's FFT kernels raise on one)
+    empty_reduce: str = ""    # the dim argument of a reduction raising on an empty tensor: the
+                              # other dims that may visibly be empty are padded, dropped after
+    scalar_dim: str = ""      # the dim argument torch takes on a 0-d tensor (MindSpore raises)
+    unbatched: dict = field(default_factory=dict)   # arg -> the rank MindSpore needs; torch also
+                              # takes one less (unbatched input)
+    joined: str = ""          # the argument listing the tensors a join promotes ("*": positionals)
     inplace: str = ""         # torch argument naming an in-place write of the first argument, or
                               # "always": the rules' INPLACE hook writes the result back
     calls_object: bool = False   # a method whose call is a call of its object (`m.forward(x)`
                               # is `m(x)`): the object's instance_call applies to it too
     base: str = ""            # torch base class of its objects whose class-bound records apply
     source: str = ""          # the toml file it came from
+
+    @property
+    def visible(self) -> bool:
+        """Its conversion depends on what the source shows of its arguments (dtypes.promote)."""
+        return bool(self.dtype_review) or self.rewrites_visible
+
+    @property
+    def rewrites_visible(self) -> bool:
+        """... and changes for some (a cast, an element appended), not only marks."""
+        return bool(self.promote or self.compute_as or self.empty_value or self.promote_as or self.complex
+                    or self.empty_pad or self.empty_sizes or self.empty_reduce or self.scalar_dim or self.unbatched
+                    or self.joined)
 
     @property
     def is_method(self) -> bool:
@@ -226,7 +280,7 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
             and func.transform != "torch_functions.as_method"   # that one converts as this method
         qual = f"torch.Tensor.{name}"
         if name in verified:
-            if usable and name == base and (func.promote or func.compute_as or func.empty_value):
+            if usable and name == base and func.rewrites_visible:
                 # kept by name, except on a visibly integer/bool tensor (`torch.arange(5).exp()`):
                 # then as the function, whose record casts it (MindSpore's kernel is float-only)
                 out[name] = ApiRecord(torch=qual, args=func.args[1:], positional=max(func.positional - 1, 0),
@@ -321,7 +375,8 @@ def validate(table: ApiTable) -> list[str]:
         if rec.inplace and rec.inplace != "always" and rec.inplace not in known:
             problems.append(f"{rec.torch}: inplace {rec.inplace!r} is not in args")
         for key in [*rec.rename, *rec.values, *rec.reject, *rec.drop, *rec.review, *rec.promote,
-                    *rec.dtype_review]:
+                    *rec.dtype_review, *rec.empty_pad, *rec.unbatched,
+                    *[k for k in (rec.empty_sizes, rec.empty_reduce, rec.scalar_dim) if k]]:
             if rec.args and key not in known:
                 problems.append(f"{rec.torch}: {key!r} is not in args")
     return problems

@@ -15,9 +15,16 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
 Anything else (function parameters, names bound in several ways, loop variables) is unknown
 and left as it is. Which arguments are float-only is data: the `promote` field of a record;
 `compute_as` names the kinds (bool, int, float64) a MindSpore kernel lacks and the dtype to
-compute them in (the result cast back). The same visibility decides whether a tensor may be
-empty (`x[mask]`, `torch.tensor([])`): a whole reduction of one pads the record's
-`empty_value` on first (MindSpore skips a reduce kernel on an empty tensor).
+compute them in (the result cast back), `promote_as` the kinds torch itself computes in another
+dtype (square of bool: int64). The same visibility decides whether a tensor may be empty
+(`x[mask]`, `torch.tensor([])`): a whole reduction of one pads the record's `empty_value` on
+first (MindSpore skips a reduce kernel on an empty tensor), and kernels raising on an empty
+tensor get one element more, dropped from the result (`empty_pad`, `empty_reduce`,
+`empty_sizes`). Complex tensors (`complex`: isnan of the real and imaginary parts), shapes
+written in the source (`shape`: torch.zeros(0, 4), torch.tensor(1.5), x[0]; records'
+`scalar_dim` for dim 0 of a 0-d tensor, `unbatched` for a convolution's input without its batch
+dim) and joins of different kinds (`joined`: torch.cat of float32 and float64 is float64) follow
+the same rule: changed only where the source shows it, every other call converts as before.
 """
 from __future__ import annotations
 
@@ -29,8 +36,10 @@ from msmigrate.names import TargetBindings, dotted
 INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
               "uint16", "uint32", "uint64"}
 FLOAT_DTYPES = {"float", "float32", "double", "float64", "half", "float16", "bfloat16"}
+COMPLEX_DTYPES = {"complex64", "complex128", "cfloat", "cdouble", "complex32", "chalf"}
 INT_METHODS = {"long": "int", "int": "int", "short": "int", "byte": "int", "char": "int",
-               "bool": "bool", "float": "float", "double": "float64", "half": "float"}
+               "bool": "bool", "float": "float", "double": "float64", "half": "float",
+               "cfloat": "complex", "cdouble": "complex"}
 # Tensor methods whose result has the receiver's dtype (x.reshape(2, 3) of an int tensor: int)
 SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute", "squeeze", "unsqueeze",
                       "clone", "detach", "contiguous", "expand", "repeat", "flip", "cpu", "cuda", "abs",
@@ -51,6 +60,10 @@ SUM_METHODS = {"sum", "cumsum", "prod", "cumprod", "nansum"}
 INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
                "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero",
                "torch.multinomial", "torch.argwhere", "torch.tril_indices", "torch.triu_indices"}
+# torch functions of a complex result (torch.complex(re, im), torch.polar(abs, angle))
+COMPLEX_RESULTS = {"torch.complex", "torch.polar", "torch.view_as_complex"}
+# ... and these of a real result from a complex tensor (abs of complex64 is float32)
+REAL_OF_COMPLEX = {"abs", "absolute", "angle", "real", "imag"}
 # torch functions joining tensors: their kind when every tensor joined is of one kind
 JOINS = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack",
          "torch.dstack", "torch.column_stack", "torch.row_stack"}
@@ -77,8 +90,8 @@ TYPED = {"torch.LongTensor": "int", "torch.IntTensor": "int", "torch.BoolTensor"
          "torch.Tensor": "float"}
 # what a name may be known to hold: a tensor of a kind, or a Python number (`n = 5`,
 # `n = x.size(1)`, `n = len(xs)`: torch.arange(n) is an int tensor)
-_TENSOR_KINDS = ("int", "bool", "float", "float64")
-_NAME_KINDS = (*_TENSOR_KINDS, "pyint", "pyfloat", "pybool")
+_TENSOR_KINDS = ("int", "bool", "float", "float64", "complex")
+_NAME_KINDS = (*_TENSOR_KINDS, "pyint", "pyfloat", "pybool", "pycomplex")
 _BOOL_OPS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
@@ -88,20 +101,23 @@ _FLOAT_CONSTANTS = frozenset(f"{m}.{c}" for m in ("torch", "math") for c in ("in
 
 
 def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | None:
-    """"int", "bool", "float" ("float64" where visibly double precision) when the original torch
-    expression `expr` is visibly a tensor (or a Python literal: "pyint", "pybool", "pyfloat") of
-    that kind, else None."""
+    """"int", "bool", "float" ("float64" where visibly double precision), "complex" when the
+    original torch expression `expr` is visibly a tensor (or a Python literal: "pyint", "pybool",
+    "pyfloat", "pycomplex") of that kind, else None."""
     if isinstance(expr, cst.Integer):
         return "pyint"
     if isinstance(expr, cst.Float):
         return "pyfloat"
+    if isinstance(expr, cst.Imaginary):
+        return "pycomplex"
     if isinstance(expr, cst.Name):
         if expr.value in ("True", "False"):
             return "pybool"
         return _name_kind(rw, expr.value, _seen)
     if isinstance(expr, cst.UnaryOperation):
         inner = kind(rw, expr.expression, _seen)
-        if isinstance(expr.operator, cst.Minus) and inner in ("pyint", "pyfloat", "int", "float", "float64"):
+        if isinstance(expr.operator, cst.Minus) and inner in ("pyint", "pyfloat", "pycomplex", "int", "float",
+                                                              "float64", "complex"):
             return inner
         if isinstance(expr.operator, cst.BitInvert) and inner == "bool":
             return "bool"
@@ -141,7 +157,8 @@ def kind(rw, expr: cst.BaseExpression, _seen: frozenset = frozenset()) -> str | 
 
 # torch's type promotion over kinds: a category (bool < int < float) decides between tensors,
 # a Python number only lifts a tensor to its own category (int tensor * 2.5: float32)
-_RANK = {"bool": 0, "pybool": 0, "int": 1, "pyint": 1, "float": 2, "pyfloat": 2, "float64": 2}
+_RANK = {"bool": 0, "pybool": 0, "int": 1, "pyint": 1, "float": 2, "pyfloat": 2, "float64": 2, "complex": 3,
+         "pycomplex": 3}
 
 
 def _arithmetic_kind(left, right, divide: bool) -> str | None:
@@ -153,7 +170,7 @@ def _arithmetic_kind(left, right, divide: bool) -> str | None:
     if len(tensors) == 2 and left != right and _RANK[left] == _RANK[right]:
         return None
     top = max((left, right), key=lambda k: (_RANK[k], k in _TENSOR_KINDS))
-    found = top if top in _TENSOR_KINDS else {0: "bool", 1: "int", 2: "float"}[_RANK[top]]
+    found = top if top in _TENSOR_KINDS else {0: "bool", 1: "int", 2: "float", 3: "complex"}[_RANK[top]]
     if found == "bool" and not divide:
         return None   # bool + bool is bool in torch, bool - bool an error: not worth guessing
     return "float" if divide and found in ("bool", "int") else found
@@ -200,7 +217,8 @@ def _dtype_kind(rw, expr) -> str | None:
         q = "torch." + q.removeprefix("numpy.").replace("float_", "float64").replace("bool_", "bool")
     name = q.removeprefix("torch.") if q.startswith("torch.") and q.count(".") == 1 else ""
     return "int" if name in INT_DTYPES else "bool" if name == "bool" else \
-        "float64" if name in ("float64", "double") else "float" if name in FLOAT_DTYPES else None
+        "float64" if name in ("float64", "double") else "float" if name in FLOAT_DTYPES else \
+        "complex" if name in COMPLEX_DTYPES else None
 
 
 def _keyword(call: cst.Call, name: str):
@@ -236,6 +254,8 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
             if method == "view" and len(call.args) == 1 and _dtype_kind(rw, call.args[0].value) is not None:
                 return _dtype_kind(rw, call.args[0].value)   # x.view(torch.int32) reinterprets
             inner = kind(rw, func.value, seen)
+            if inner == "complex" and method in REAL_OF_COMPLEX:
+                return None   # float32 or float64: the precision is not visible
             return inner if inner in _TENSOR_KINDS else None
         return None
     q = rw.scopes.resolve(func) or ""
@@ -261,10 +281,14 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         return kinds.pop() if len(kinds) == 1 and kinds <= set(_TENSOR_KINDS) else None
     if q in BOOL_RESULTS:
         return "bool"
+    if q in COMPLEX_RESULTS:
+        return "complex"
     if q in FLOAT_CREATION:
         return "float"
     if q in LIKE and call.args and (call.args[0].keyword is None or call.args[0].keyword.value == "input"):
         inner = kind(rw, call.args[0].value, seen)
+        if inner == "complex" and q.rsplit(".", 1)[1] in REAL_OF_COMPLEX:
+            return None
         return inner if inner in _TENSOR_KINDS else None
     if q in ("torch.arange", "torch.range"):
         values = [a.value for a in call.args if a.keyword is None or a.keyword.value in ("start", "end", "step")]
@@ -287,16 +311,20 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
             return "int"
         kinds = _literal_kinds(data, rw, seen)
         return None if not kinds else "bool" if kinds == {"pybool"} else \
-            "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else None
+            "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else \
+            "complex" if kinds <= {"pyint", "pyfloat", "pycomplex"} else None
     return None
 
 
 def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | None:
     """Kinds of the Python numbers of a (nested) list/tuple (literals, or names visibly holding
     one: `n = 5`); None when not all are."""
+    if rw is not None and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+            and expr.func.value == "complex" and rw.scopes.resolve(expr.func) is None:
+        return {"pycomplex"}   # complex(1.0, 2.0)
     if rw is not None and isinstance(expr, (cst.Name, cst.Call, cst.Subscript, cst.ListComp)):
         found = kind(rw, expr, seen)
-        return {found} if found in ("pyint", "pyfloat", "pybool") else None
+        return {found} if found in ("pyint", "pyfloat", "pybool", "pycomplex") else None
     if isinstance(expr, (cst.List, cst.Tuple)):
         out: set[str] = set()
         for e in expr.elements:
@@ -311,6 +339,11 @@ def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | N
         return {"pyint"}
     if isinstance(expr, cst.Float):
         return {"pyfloat"}
+    if isinstance(expr, cst.Imaginary):
+        return {"pycomplex"}
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        left, right = _literal_kinds(expr.left, rw, seen), _literal_kinds(expr.right, rw, seen)
+        return left | right if left and right and "pycomplex" in left | right else None   # 1 + 2j
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return {"pybool"}
     return None
@@ -496,7 +529,7 @@ def promote(site, original: dict) -> None:
     marked where the argument's dtype is not visible."""
     for name, why in site.record.dtype_review.items():
         before = original.get(name)
-        if before is not None and kind(site.rw, before.value) is None:
+        if before is not None and kind(site.rw, before.value) in (None, "complex"):
             site.flag("review", f"{site.qualname}: {why}")
     for name in site.record.promote:
         arg, before = site.bound.get(name), original.get(name)
@@ -505,10 +538,41 @@ def promote(site, original: dict) -> None:
         site.uncast.setdefault(name, arg.value)
         site.bound[name] = arg.with_changes(
             value=site.expr("{v}.astype({f32})", v=atom(arg.value, attribute=True), f32="@mindspore.float32"))
-    if site.record.compute_as:
+    if site.record.compute_as or site.record.promote_as:
         _compute_as(site, original)
     if site.record.empty_value:
         _never_empty(site, original)
+    if site.record.complex:
+        _complex(site, original)
+    if site.record.empty_pad:
+        _empty_pad(site, original)
+    if site.record.empty_sizes:
+        _empty_sizes(site, original)
+    if site.record.empty_reduce:
+        _empty_reduce(site, original)
+    if site.record.scalar_dim:
+        _scalar_dim(site, original)
+    if site.record.unbatched:
+        _unbatched(site, original)
+    if site.record.joined:
+        _joined(site, original)
+
+
+def changes(rw, rec, values: list, whole: bool = False) -> bool:
+    """Whether `promote` would change the conversion of `rec` (a torch function's record) for
+    these torch arguments (the tensor first): a Tensor method converts as its function there
+    (`k.exp()` of an integer k, `e.digamma()` of an empty e). `whole`: no argument but the tensor."""
+    if rec is None or not values:
+        return False
+    kinds = {kind(rw, v) for v in values}
+    if (rec.promote and kinds & {"int", "bool"}) or kinds & (set(rec.compute_as) | set(rec.promote_as)):
+        return True
+    if rec.complex and "complex" in kinds:
+        return True
+    if ((rec.empty_value and whole) or rec.empty_pad or rec.empty_sizes or rec.empty_reduce) \
+            and may_be_empty(rw, values[0]):
+        return True
+    return bool(rec.scalar_dim) and shape(rw, values[0]) == ()
 
 
 def _never_empty(site, original: dict) -> None:
@@ -530,10 +594,14 @@ def _never_empty(site, original: dict) -> None:
 
 def may_be_empty(rw, expr, depth: int = 0) -> bool:
     """`expr` (torch code) may visibly be an empty tensor: a boolean-mask selection (`x[x > 0]`,
-    masked_select), a literal empty tensor or a shape with a literal 0, their reshapes, or a name
-    last bound to one of these in straight-line code."""
+    masked_select), a literal empty tensor or a shape with a literal 0, their reshapes and
+    arithmetic, or a name last bound to one of these in straight-line code."""
     if depth > 8:
         return False
+    if isinstance(expr, cst.BinaryOperation):   # x[m] * 2: broadcast to empty
+        return may_be_empty(rw, expr.left, depth + 1) or may_be_empty(rw, expr.right, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return may_be_empty(rw, expr.expression, depth + 1)
     if isinstance(expr, cst.Subscript):
         return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
             kind(rw, expr.slice[0].slice.value) == "bool"
@@ -590,6 +658,420 @@ def _literal_zero(expr) -> bool:
     return isinstance(expr, (cst.Tuple, cst.List)) and any(_literal_zero(e.value) for e in expr.elements)
 
 
+# ---- shapes: the sizes a tensor visibly has -------------------------------------------------
+
+# Tensor methods whose result has their receiver's shape (casts, copies, elementwise)
+SAME_SHAPE_METHODS = {"clone", "detach", "contiguous", "cpu", "cuda", "to", "type", "float", "double", "half",
+                      "long", "int", "short", "byte", "char", "bool", "cfloat", "cdouble", "abs", "absolute", "neg",
+                      "negative", "tril", "triu", "flip", "fliplr", "flipud", "roll", "masked_fill", "index_fill",
+                      "requires_grad_", "zero_", "fill_", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu",
+                      "sqrt", "square", "sign", "floor", "ceil", "round", "clamp", "clip"}
+SAME_SHAPE_FUNCTIONS = {"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like", "torch.rand_like",
+                        "torch.randn_like", "torch.randint_like", "torch.clone", "torch.abs", "torch.neg", "torch.flip",
+                        "torch.roll", "torch.tril", "torch.triu", "torch.exp", "torch.log", "torch.sin", "torch.cos",
+                        "torch.tanh", "torch.sigmoid", "torch.relu", "torch.sqrt", "torch.square", "torch.sign",
+                        "torch.floor", "torch.ceil", "torch.round", "torch.clamp", "torch.clip"}
+_SIZED = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full", "torch.randint"}
+
+
+def shape(rw, expr, depth: int = 0) -> tuple | None:
+    """The shape the torch tensor `expr` visibly has: one item per dim, its size where the source
+    writes it as a literal (`torch.zeros(0, 4)`: (0, 4); `torch.tensor(1.5)`: ()), None where not
+    (a boolean-mask selection's first dim); None when its rank is not visible."""
+    if depth > 8:
+        return None
+    if isinstance(expr, cst.Name):
+        value = _straight_line_value(rw, expr.value)
+        return None if value is _UNKNOWN or value is _NOT_FOUND else shape(rw, value, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _indexed_shape(rw, expr, depth)
+    if isinstance(expr, (cst.Comparison, cst.BinaryOperation)):
+        sides = [expr.left, expr.comparisons[0].comparator] if isinstance(expr, cst.Comparison) else \
+            [expr.left, expr.right]
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) != 1:
+            return None
+        tensors = [e for e in sides if kind(rw, e) not in ("pyint", "pyfloat", "pybool", "pycomplex")]
+        shapes = {shape(rw, e, depth + 1) for e in tensors}
+        return shapes.pop() if len(tensors) >= 1 and len(shapes) == 1 else None   # no broadcasting guessed
+    if isinstance(expr, cst.UnaryOperation):
+        return shape(rw, expr.expression, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+    if isinstance(func, cst.Attribute) and rw.scopes.resolve(func) is None:   # a method
+        method = func.attr.value
+        inner = shape(rw, func.value, depth + 1)
+        if inner is None:
+            return None
+        if method in SAME_SHAPE_METHODS:
+            return inner
+        if method in ("reshape", "view") and positional and len(positional) == len(expr.args):
+            sizes = _literal_sizes(positional)
+            return None if sizes is None or (method == "view" and len(sizes) == 0) else _reshaped(inner, sizes)
+        if method == "unsqueeze" and len(positional) == 1 and _int_literal(positional[0]) is not None:
+            d = _int_literal(positional[0])
+            d = d if d >= 0 else len(inner) + 1 + d
+            return inner[:d] + (1,) + inner[d:] if 0 <= d <= len(inner) else None
+        if method == "t" and len(inner) <= 2:
+            return inner[::-1]
+        return None
+    q = rw.scopes.resolve(func) or ""
+    if q in ("torch.tensor", "torch.as_tensor") and expr.args and expr.args[0].keyword is None:
+        return _literal_shape(rw, expr.args[0].value)
+    if q in _SIZED:
+        sizes = _size_arguments(q, expr.args) if q in _SIZE_ARGUMENT else \
+            [a for a in expr.args if a.keyword is None and not a.star] or \
+            [a for a in expr.args if a.keyword is not None and a.keyword.value == "size"]
+        if len(sizes) == 1 and isinstance(sizes[0].value, (cst.Tuple, cst.List)):
+            return tuple(_int_literal(e.value) for e in sizes[0].value.elements
+                         if not isinstance(e, cst.StarredElement)) \
+                if not any(isinstance(e, cst.StarredElement) for e in sizes[0].value.elements) else None
+        if len(sizes) == 1 and _int_literal(sizes[0].value) is None and kind(rw, sizes[0].value) != "pyint":
+            return None   # torch.zeros(shape): a tuple maybe
+        return tuple(_int_literal(a.value) for a in sizes)
+    if q in ("torch.linspace", "torch.logspace"):
+        steps = _size_arguments(q, expr.args)
+        return (_int_literal(steps[0].value),) if steps else None
+    if q == "torch.arange":
+        return (None,)
+    if q in SAME_SHAPE_FUNCTIONS and positional:
+        return shape(rw, positional[0], depth + 1)
+    return None
+
+
+def _int_literal(expr) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) \
+            and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value, 0)
+    return None
+
+
+def _literal_sizes(args) -> tuple | None:
+    """x.reshape(2, -1) / x.reshape((2, -1)): the sizes (None where not a literal)."""
+    if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+        args = [e.value for e in args[0].elements]
+    if any(isinstance(a, cst.StarredElement) for a in args):
+        return None
+    if len(args) == 1 and _int_literal(args[0]) is None:
+        return None   # x.reshape(shape): a tuple maybe
+    return tuple(_int_literal(a) for a in args)
+
+
+def _reshaped(before: tuple, sizes: tuple) -> tuple:
+    """The shape of a reshape to `sizes` (-1: the size left over, where every other is known)."""
+    if sizes.count(-1) == 1 and None not in sizes and None not in before:
+        total = 1
+        for n in before:
+            total *= n
+        known = 1
+        for n in sizes:
+            known *= n if n != -1 else 1
+        return tuple(total // known if n == -1 and known else None if n == -1 else n for n in sizes)
+    return tuple(None if n == -1 else n for n in sizes)
+
+
+def _literal_shape(rw, data) -> tuple | None:
+    """The shape of a (nested) list literal of numbers: torch.tensor([[1, 2], [3, 4]]) is (2, 2)."""
+    if isinstance(data, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in data.elements):
+            return None
+        inner = {_literal_shape(rw, e.value) for e in data.elements}
+        if not inner:
+            return (0,)
+        return (len(data.elements),) + inner.pop() if len(inner) == 1 and None not in inner else None
+    return () if _literal_kinds(data, rw) else None
+
+
+def _indexed_shape(rw, expr: cst.Subscript, depth: int) -> tuple | None:
+    """x[0] drops a dim, x[:, 1:] keeps them (a full slice its size), x[None] adds one, x[mask]
+    selects the masked dims into one of a size not visible."""
+    base = shape(rw, expr.value, depth + 1)
+    if base is None:
+        return None
+    items = expr.slice
+    if len(items) == 1 and isinstance(items[0].slice, cst.Index) and kind(rw, items[0].slice.value) == "bool":
+        mask = shape(rw, items[0].slice.value, depth + 1)
+        if mask is None and len(base) != 1:
+            return None
+        return (None,) + base[len(mask or (None,)):]
+    out, at = [], 0
+    for item in items:
+        index = item.slice
+        if isinstance(index, cst.Slice):
+            if at >= len(base):
+                return None
+            whole = index.lower is None and index.upper is None and index.step is None
+            out.append(base[at] if whole else None)
+            at += 1
+        elif isinstance(index.value, cst.Name) and index.value.value == "None":
+            out.append(1)
+        elif _int_literal(index.value) is not None or kind(rw, index.value) == "pyint":
+            at += 1
+        else:
+            return None   # Ellipsis, a tensor of indices
+    return tuple(out) + base[at:] if at <= len(base) else None
+
+
+def _maybe_zero(size) -> bool:
+    """A dim of a visible shape that may have no elements: a literal 0 or a size not written."""
+    return size is None or size == 0
+
+
+# ---- what MindSpore's kernels reject that torch computes: complex, empty, 0-d, unbatched -----
+
+def _first_tensor(site, original: dict):
+    first = site.record.args[0] if site.record.args else None
+    arg, before = site.bound.get(first), original.get(first)
+    return (first, arg, before) if arg is not None and before is not None else (first, None, None)
+
+
+def _complex(site, original: dict) -> None:
+    """A visibly complex argument of a function MindSpore computes on real dtypes only (record
+    field `complex`): "or" / "and" join the function of its real and imaginary parts (torch's
+    isnan(z) = isnan(z.real) | isnan(z.imag), isfinite = both finite); "generated" converts the
+    call as rules/generated/functions.py's msmigrate_<name>, written for complex tensors."""
+    from dataclasses import replace
+
+    complex_args = [n for n, before in original.items() if n in site.bound and kind(site.rw, before.value) == "complex"]
+    if not complex_args:
+        return
+    how = site.record.complex
+    if how == "generated":
+        site.record = replace(site.record, transform="torch_functions.generated")
+        return
+    name = complex_args[0]
+    arg = site.bound[name]
+    if len(complex_args) != 1 or not isinstance(arg.value, (cst.Name, cst.Attribute)):
+        return   # a part of an expression would compute it twice
+    real = site.expr("{f}({x})", f="@mindspore.ops.real", x=arg.value)
+    imag = site.expr("{f}({x})", f="@mindspore.ops.imag", x=arg.value)
+    site.bound[name] = arg.with_changes(value=real)
+    join = {"or": "{a} | {b}", "and": "{a} & {b}"}[how]
+    site.wraps.append(lambda out: site.expr(join, a=atom(out), b=atom(out.deep_replace(real, imag))))
+
+
+def _empty_pad(site, original: dict) -> None:
+    """An elementwise function whose MindSpore kernel raises on an empty tensor (torch: an empty
+    result), of arguments that may visibly be empty (record field `empty_pad`: the arguments and a
+    value in the function's domain): each gets one element of that value appended (to its dim
+    that may be empty where the shape is visible, else to it flattened), which is dropped from
+    the result (reshaped back to the first argument's shape)."""
+    padded = {}
+    for name, value in site.record.empty_pad.items():
+        arg, before = site.bound.get(name), original.get(name)
+        if arg is None or before is None:
+            continue
+        if not may_be_empty(site.rw, before.value):
+            return   # another tensor (its shape would no longer match), a number (ops.zeta takes
+                     # no number with a tensor of one element)
+        padded[name] = (arg, before, value)
+    if not padded:
+        return
+    shapes = {shape(site.rw, before.value) for _, before, _ in padded.values()}
+    found = shapes.pop() if len(shapes) == 1 else None
+    dims = [d for d, n in enumerate(found) if _maybe_zero(n)] if found is not None else []
+    codes = {site.code(before.value) for _, before, _ in padded.values()}
+    first = next(iter(padded.values()))[0].value
+    if len(dims) != 1 and (len(codes) != 1 or not isinstance(first, (cst.Name, cst.Attribute, cst.Subscript))):
+        return   # flattened: the shapes must be the same to reshape the result back, read once more
+    for name, (arg, _, value) in padded.items():
+        x = arg.value
+        if len(dims) == 1:
+            pad = _pad_widths(len(found), dims)
+            template = "{pad}({x}, " + pad + (f", value={value})" if value not in ("0", "0.0") else ")")
+        else:
+            template = "{pad}({x}.reshape(-1), (0, 1)" + (f", value={value})" if value not in ("0", "0.0") else ")")
+        site.bound[name] = arg.with_changes(value=site.expr(template, pad="@mindspore.ops.pad", x=x))
+    if len(dims) == 1:
+        index = ", ".join([":"] * dims[0] + [":-1"])
+        site.wraps.append(lambda out: site.expr("{v}[" + index + "]", v=out))
+    else:
+        site.wraps.append(lambda out: site.expr("{v}[:-1].reshape({x}.shape)", v=out, x=first))
+
+
+def _pad_widths(rank: int, dims) -> str:
+    """ops.pad's widths (last dim first) adding one element at the end of each of `dims`."""
+    widths = [0] * (2 * rank)
+    for d in dims:
+        widths[2 * (rank - 1 - d % rank) + 1] = 1
+    while widths and widths[-2:] == [0, 0]:
+        widths = widths[:-2]
+    return "(" + ", ".join(map(str, widths)) + ")"
+
+
+def _dims(site, name: str):
+    """A dim argument's literal value: a tuple of ints, () when absent, None when not literal."""
+    from msmigrate.engine import literal_value
+    if name not in site.bound:
+        return ()
+    try:
+        value = literal_value(site.bound[name].value)
+    except ValueError:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    return None
+
+
+def _empty_sizes(site, original: dict) -> None:
+    """A transform padding or trimming `dim` to a size (torch.fft's n / s; record field
+    `empty_sizes`) of a tensor that may visibly be empty: MindSpore's kernel raises on an empty
+    tensor, torch pads it with zeros. A zero appended along each of those dims changes no result
+    (padded with zeros anyway, or trimmed off) and leaves the kernel a non-empty tensor."""
+    from msmigrate.engine import literal_value
+    size = site.record.empty_sizes
+    first, arg, before = _first_tensor(site, original)
+    if arg is None or size not in site.bound or not may_be_empty(site.rw, before.value):
+        return
+    try:
+        sizes = literal_value(site.bound[size].value)
+    except ValueError:
+        return
+    count = 1 if isinstance(sizes, int) else len(sizes) if isinstance(sizes, (tuple, list)) else 0
+    dims = _dims(site, "dim")
+    if dims == ():
+        dims = tuple(range(-count, 0))   # n: dim -1; s: the last len(s) dims
+    if not dims or len(dims) != count:
+        return
+    found = shape(site.rw, before.value)
+    if found is not None:
+        dims = tuple(d for d in dims if -len(found) <= d < len(found) and _maybe_zero(found[d]))
+        if not dims:
+            return   # empty along another dim: MindSpore raises still
+    elif any(d >= 0 for d in dims):
+        return   # the rank is needed to place the zero
+    rank = len(found) if found is not None else max(-d for d in dims)
+    site.bound[first] = arg.with_changes(value=site.expr(
+        "{pad}({x}, " + _pad_widths(rank, dims) + ")", pad="@mindspore.ops.pad", x=arg.value))
+
+
+def _empty_reduce(site, original: dict) -> None:
+    """A reduction over one dim (argmax, max(dim), aminmax...; record field `empty_reduce`: the dim
+    argument) whose MindSpore kernel raises on an empty tensor, where torch gives an empty result
+    (a dim other than the reduced one has no elements): a tensor whose visible shape has such dims
+    gets one zero appended along each (ops.pad), dropped from the result after. Exact: each
+    result element reduces its own slice along `dim`."""
+    first, arg, before = _first_tensor(site, original)
+    dims = _dims(site, site.record.empty_reduce)
+    if arg is None or not dims or len(dims) != 1 or not may_be_empty(site.rw, before.value):
+        return
+    found = shape(site.rw, before.value)
+    if found is None or not -len(found) <= dims[0] < len(found):
+        return
+    reduced = dims[0] % len(found)
+    padded = [d for d, n in enumerate(found) if d != reduced and _maybe_zero(n)]
+    if not padded:
+        return
+    from msmigrate.engine import literal_value
+    keep = site.bound.get("keepdim")
+    try:
+        keepdim = bool(literal_value(keep.value)) if keep is not None else False
+    except ValueError:
+        return
+    site.bound[first] = arg.with_changes(value=site.expr(
+        "{pad}({x}, " + _pad_widths(len(found), padded) + ")", pad="@mindspore.ops.pad", x=arg.value))
+    after = [d if keepdim or d < reduced else d - 1 for d in padded]
+    index = ", ".join(":-1" if d in after else ":" for d in range(max(after) + 1))
+    if site.record.fields:   # (values, indices): each trimmed
+        names = ", ".join(f"r{i}" for i in range(len(site.record.fields)))
+        trimmed = ", ".join(f"r{i}[{index}]" for i in range(len(site.record.fields)))
+        site.wraps.append(lambda out: site.expr(f"(lambda {names}: ({trimmed}))(*{{v}})", v=out))
+    else:
+        site.wraps.append(lambda out: site.expr("{v}[" + index + "]", v=out))
+
+
+def _scalar_dim(site, original: dict) -> None:
+    """torch reduces or normalises a 0-d tensor over dim 0 or -1 (std, softmax, norm: as over its
+    one element); MindSpore raises ("axis must be in [0, 0)"): a visibly 0-d input (record field
+    `scalar_dim`: the dim argument) is reshaped to (1,) and the result back to ()."""
+    first, arg, before = _first_tensor(site, original)
+    dims = _dims(site, site.record.scalar_dim)
+    if arg is None or not dims or any(d not in (0, -1) for d in dims) or shape(site.rw, before.value) != ():
+        return
+    site.bound[first] = arg.with_changes(value=site.expr("{x}.reshape(1)", x=arg.value))
+    site.wraps.append(lambda out: site.expr("{v}.reshape(())", v=out))
+
+
+def _unbatched(site, original: dict) -> None:
+    """torch's convolutions, pools, unfold and some losses take unbatched input (one dim less:
+    (C, H, W) for conv2d); MindSpore's kernels need the batch dim (record field `unbatched`: the
+    arguments and the ranks MindSpore needs). Where every one of them given is visibly one dim
+    short, each gets a batch of one (`x[None]`) and the result loses it (`[0]`; a loss's only
+    with reduction='none', its reduced value being the same)."""
+    from msmigrate.engine import literal_value
+    names = [n for n in site.record.unbatched if n in site.bound and n in original]
+    shapes = [shape(site.rw, original[n].value) for n in names]
+    if not names or any(found is None or len(found) != site.record.unbatched[n] - 1
+                        for n, found in zip(names, shapes)):
+        return
+    batched = True
+    if "reduction" in site.record.args:
+        if any(k in site.bound for k in ("size_average", "reduce")):
+            return
+        try:
+            batched = literal_value(site.bound["reduction"].value) == "none" if "reduction" in site.bound else False
+        except ValueError:
+            return
+    indices = site.bound.get("return_indices")
+    if indices is not None and site.code(indices.value) not in ("True", "False"):
+        return
+    for name in names:
+        arg = site.bound[name]
+        site.bound[name] = arg.with_changes(value=site.expr("{x}[None]", x=arg.value))
+    if not batched:
+        return
+    if indices is not None and site.code(indices.value) == "True":
+        site.wraps.append(lambda out: site.expr("(lambda r0, r1: (r0[0], r1[0]))(*{v})", v=out))
+    else:
+        site.wraps.append(lambda out: site.expr("{v}[0]", v=out))
+
+
+# torch's promotion of tensors of different kinds joined (cat of float32 and float64: float64)
+_JOIN_ORDER = ("bool", "int", "float", "float64", "complex")
+_JOIN_DTYPES = {"bool": "mindspore.bool_", "int": "mindspore.int64", "float": "mindspore.float32",
+                "float64": "mindspore.float64", "complex": "mindspore.complex64"}
+
+
+def _joined(site, original: dict) -> None:
+    """A join of tensors (cat, stack, block_diag; record field `joined`: the argument listing them,
+    "*" for the call's positional arguments) visibly of different kinds: torch promotes them to
+    one dtype (float32 with float64: float64; int with float: float32), MindSpore's Concat kernel
+    raises on mixed dtypes. Each tensor of a lower kind is cast to the promoted kind's dtype."""
+    spec = site.record.joined
+    if spec == "*":
+        call = site.rw.original_call
+        if call is None or any(a.star or a.keyword is not None for a in call.args) or \
+                len(site.unbound) != len(call.args) or site.bound:
+            return
+        before = [a.value for a in call.args]
+        after = list(site.unbound)
+    else:
+        arg, given = site.bound.get(spec), original.get(spec)
+        if arg is None or given is None or not isinstance(given.value, (cst.List, cst.Tuple)) \
+                or not isinstance(arg.value, (cst.List, cst.Tuple)) \
+                or len(arg.value.elements) != len(given.value.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in given.value.elements):
+            return
+        before = [e.value for e in given.value.elements]
+        after = list(arg.value.elements)
+    kinds = [kind(site.rw, v) for v in before]
+    if len(set(kinds)) < 2 or not set(kinds) <= set(_JOIN_ORDER) or {"complex", "float64"} <= set(kinds):
+        return   # one kind, a kind not visible, complex128
+    target = max(kinds, key=_JOIN_ORDER.index)
+    cast = [item.with_changes(value=site.expr("{v}.astype({t})", v=atom(item.value, attribute=True),
+                                              t="@" + _JOIN_DTYPES[target]))
+            if found != target else item for item, found in zip(after, kinds)]
+    if spec == "*":
+        site.unbound[:] = cast
+    else:
+        site.bound[spec] = arg.with_changes(value=arg.value.with_changes(elements=cast))
+
+
 # the dtype a result computed through `compute_as` is cast back to, where the first argument
 # is not a plain name (whose own `.dtype` is read at run time: int32 stays int32)
 _KIND_DTYPES = {"bool": "mindspore.bool_", "int": "mindspore.int64", "float64": "mindspore.float64"}
@@ -603,10 +1085,10 @@ def _compute_as(site, original: dict) -> None:
     for name, before in original.items():
         arg = site.bound.get(name)
         found = kind(site.rw, before.value) if arg is not None else None
-        target = site.record.compute_as.get(found or "")
+        target = site.record.compute_as.get(found or "") or site.record.promote_as.get(found or "")
         if target is None:
             continue
-        if name == first:
+        if name == first and found in site.record.compute_as:
             site.result_dtype = site.expr("{v}.dtype", v=arg.value) if isinstance(arg.value, cst.Name) \
                 else site.ref(_KIND_DTYPES[found])
         site.uncast.setdefault(name, arg.value)

@@ -221,6 +221,8 @@ def median(site):
 def std_var(site):
     """torch: unbiased (correction=1) unless `unbiased=False` / `correction=`; MindSpore: ddof=0.
     Old torch signature `x.std(False)` passes `unbiased` first."""
+    if _visibly_function(site):   # x.std(dim=0) of a visibly 0-d x
+        return _as_function(site, "torch." + site.record.method_name)
     dim = site.arg("dim")
     unbiased = site.arg("unbiased")
     if dim is not None and site.bound["dim"].keyword is None:
@@ -257,6 +259,8 @@ def std_var(site):
 def norm(site):
     """torch Tensor.norm(p) with a numeric p (or 'fro') is a vector norm over `dim` (all elements
     when absent); MindSpore's Tensor.norm is linalg.norm (a matrix norm on 2-D input)."""
+    if _visibly_function(site):   # x.norm(dim=0) of a visibly 0-d x
+        return _as_function(site, "torch.norm")
     p = _literal(site, "p", 2)
     if p == "fro":
         p = 2
@@ -315,6 +319,8 @@ def max_min(site):
     method = site.record.method_name
     other = site.arg("other")
     first = site.bound.get("dim")
+    if kind(site.rw, site.original_receiver) != "bool" and _visibly_function(site):
+        return _as_function(site, "torch." + method)   # x.max(1) of a visibly empty x
     if kind(site.rw, site.original_receiver) == "bool":
         if not site.bound:
             return _as_function(site, "torch." + method)   # its record reduces a bool tensor in int32
@@ -995,19 +1001,22 @@ def promoted(site):
     tensor (`torch.arange(5).exp()`, `k.sin()` after `k = torch.tensor([1, 2])`) it converts as
     that function, whose record casts the tensor (to float32 as torch promotes it); on any
     other receiver it stays as it is."""
-    from msmigrate.rules.transforms.dtypes import kind
-    original = site.rw.original_call
-    if original is None or not isinstance(original.func, cst.Attribute):
-        return site.node
-    from msmigrate.rules.transforms.dtypes import may_be_empty
-    func = site.rw.table.lookup("torch." + site.record.method_name)
-    cast = {"int", "bool"} if func is not None and func.promote else set()
-    cast |= set(func.compute_as) if func is not None else set()
-    values = [original.func.value, *(a.value for a in original.args)]
-    whole = func is not None and func.empty_value and not original.args and may_be_empty(site.rw, values[0])
-    if not whole and not any(kind(site.rw, v) in cast for v in values):
+    if not _visibly_function(site):
         return site.node
     return _as_function(site, "torch." + site.record.method_name)
+
+
+def _visibly_function(site) -> bool:
+    """The torch function of this method's name converts a call of this receiver and these
+    arguments otherwise than for any tensor, for what the source shows of them (dtypes.changes:
+    an integer tensor to a float-only kernel, a complex or empty one, a 0-d one)."""
+    from msmigrate.rules.transforms.dtypes import changes
+    original = site.rw.original_call
+    if original is None or not isinstance(original.func, cst.Attribute):
+        return False
+    func = site.rw.table.lookup("torch." + site.record.method_name)
+    values = [original.func.value, *(a.value for a in original.args)]
+    return changes(site.rw, func, values, whole=not original.args)
 
 
 @torch_method
@@ -1024,8 +1033,8 @@ def as_function(site):
 def arg_reduce(site):
     """argmax()/argmin() over all elements: ops.argmax(x) (the method reduces the last axis
     under @ms.jit). argmin's indices are int32 in MindSpore: converted as torch.argmin (cast)."""
-    if site.record.method_name == "argmin":
-        return _as_function(site, "torch.argmin")
+    if site.record.method_name == "argmin" or _visibly_function(site):
+        return _as_function(site, "torch." + site.record.method_name)
     if not site.has("dim") or _literal(site, "dim") is None:
         if site.has("keepdim") and _literal(site, "keepdim") is not False:
             raise Unconvertible(f"{site.record.method_name}(keepdim=True) without dim")

@@ -118,8 +118,14 @@ def aminmax(site):
     if site.arg("dim") is None or _is_none(site.arg("dim")):
         if site.has("keepdim") and site.code(site.arg("keepdim")) != "False":
             raise Unconvertible("aminmax(keepdim=True) without dim")
-        return site.call(site.record.target, [cst.Arg(site.expr("{x}.reshape(-1)", x=site.arg("input")))])
-    return site.call(site.record.target)
+        call = site.call(site.record.target, [cst.Arg(site.expr("{x}.reshape(-1)", x=site.arg("input")))])
+    else:
+        call = site.call(site.record.target)
+    if site.result_dtype is None:
+        return call
+    # computed in another dtype (record field compute_as: a bool tensor): both values cast back
+    dtype, site.result_dtype = site.result_dtype, None
+    return site.expr("(lambda low, high: (low.astype({t}), high.astype({t})))(*{c})", t=dtype, c=call)
 
 
 @_calls()
