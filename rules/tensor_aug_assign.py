@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import dotted
+from msmigrate.names import PathScan, PathTransformer
 
 _METHODS = {cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_"}
 _TENSORS = frozenset({"parameters", "buffers", "values"})          # yield the tensors themselves
@@ -41,7 +41,14 @@ def _loop_tensors(target, iterable) -> list[str]:
     return []
 
 
-class TensorAugAssignPass(cst.CSTTransformer):
+def _rewritten(node, ancestors) -> bool:
+    """An operator assignment to a name an enclosing loop binds to a network's tensor."""
+    if not (isinstance(node, cst.AugAssign) and type(node.operator) in _METHODS and isinstance(node.target, cst.Name)):
+        return False
+    return any(node.target.value in _loop_tensors(a.target, a.iter) for a in ancestors if isinstance(a, cst.For))
+
+
+class TensorAugAssignPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return ("parameters()" in source or "state_dict()" in source or "buffers()" in source) and \
@@ -49,19 +56,13 @@ class TensorAugAssignPass(cst.CSTTransformer):
 
     def __init__(self, ctx) -> None:
         super().__init__()
-        self.loops: list[set[str]] = []   # tensor names of the enclosing loops, innermost last
-
-    def visit_For(self, node: cst.For) -> None:
-        self.loops.append(set(_loop_tensors(node.target, node.iter)))
-
-    def leave_For(self, original, updated):
-        self.loops.pop()
-        return updated
+        scan = PathScan(_rewritten)   # only the way to the rewritten statements is rebuilt
+        ctx.module.visit(scan)
+        self.path, self.targets = scan.path, scan.targets
 
     def leave_AugAssign(self, original, updated):
-        name = dotted(original.target)
-        method = _METHODS.get(type(original.operator))
-        if method is None or not isinstance(original.target, cst.Name) or not any(name in s for s in self.loops):
+        if id(original) not in self.targets:
             return updated
-        call = cst.Call(func=cst.Attribute(value=updated.target, attr=cst.Name(method)), args=[cst.Arg(updated.value)])
-        return cst.Expr(call)
+        method = _METHODS[type(original.operator)]
+        return cst.Expr(cst.Call(func=cst.Attribute(value=updated.target, attr=cst.Name(method)),
+                                 args=[cst.Arg(updated.value)]))
