@@ -72,7 +72,7 @@ def to_tuple(value: cst.BaseExpression, site):
         v = literal_value(value)
     except ValueError:
         from msmigrate.rules.transforms.dtypes import kind
-        if kind(site.rw, site.uncast.get("normalized_shape", value)) == "pyint":
+        if kind(site.rw, value) == "pyint":
             return site.expr("({v},)", v=value)
         return site.expr("tuple({v}) if isinstance({v}, (list, tuple)) else ({v},)", v=value)
     if isinstance(v, int):

@@ -10,6 +10,7 @@ from msmigrate.engine import Unconvertible
 from msmigrate.mapping import transform_function
 from msmigrate.names import dotted
 from msmigrate.rules.transforms.common import fixed_answer
+from msmigrate.rules.transforms.jit import uncompiled
 
 
 def device_value(site):
@@ -239,20 +240,8 @@ def settled_answer(site):
     return fixed_answer(site, *_SETTLED_ANSWERS[site.record.method_name])
 
 
-def compiled_model(site):
-    """torch.compile(model_or_fn, ...) -> model_or_fn: the same computation uncompiled (the
-    converted training step is compiled by @ms.jit already); a bare `@torch.compile`
-    decorator goes."""
-    target = site.arg("model") if site.is_call else None
-    stmt = site.statement
-    if target is None and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and any(
-            site.rw.scopes.resolve(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-            == site.qualname for d in stmt.decorators):
-        return site.REMOVED     # `@torch.compile` / `@torch.compile(mode=...)`
-    if target is None:
-        raise Unconvertible("torch.compile without the model to compile: MindSpore runs the function as it "
-                            "is (or compile it with @ms.jit)", "manual")
-    return target
+# torch.compile(m) -> m: rules/transforms/jit.py (TorchScript's records use it too)
+compiled_model = uncompiled
 
 
 # a global default of float32 is MindSpore's own (Python floats make float32 tensors)

@@ -10,12 +10,21 @@ from msmigrate.engine import Unconvertible
 
 
 def uncompiled(site):
-    """torch.jit.script(fn) / trace(model, x) / freeze(m) -> the object itself; a decorator
-    (`@torch.jit.script`, `@torch.jit.ignore(drop=True)`) goes."""
+    """torch.compile(m) / torch.jit.script(fn) / trace(model, x) / freeze(m) -> the object itself,
+    uncompiled (the converted training step is compiled by @ms.jit already); as a decorator
+    (`@torch.compile(mode=...)`, `@torch.jit.script`, `@torch.jit.ignore(drop=True)`) it goes."""
     target = site.arg(site.record.args[0]) if site.is_call and site.record.args else None
-    if target is None or isinstance(target, cst.Name) and target.value in ("True", "False"):
-        return site.REMOVED     # no object: a decorator, or ignore's `drop` flag
-    return target
+    if isinstance(target, cst.Name) and target.value in ("True", "False"):
+        target = None   # ignore's `drop` flag, not an object
+    if target is not None:
+        return target
+    stmt = site.statement
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and any(
+            site.rw.scopes.resolve(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+            == site.qualname for d in stmt.decorators):
+        return site.REMOVED
+    raise Unconvertible(f"{site.qualname} without the object it compiles: MindSpore runs the function as it "
+                        f"is (or compile it with @ms.jit)", "manual")
 
 
 def value_argument(site):

@@ -8,7 +8,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, _bind, atom, kwarg, literal_value
 from msmigrate.names import dotted
-from msmigrate.rules.transforms.common import statement_slot, with_file_names
+from msmigrate.rules.transforms.common import no_effect_context, with_file_names
 
 
 def _is_none(node) -> bool:
@@ -835,11 +835,11 @@ def grad_mode(site):
     """no_grad / enable_grad / inference_mode / set_grad_enabled: MindSpore computes gradients only
     inside ms.grad / value_and_grad, so as a `with` item, decorator or statement they go away;
     kept as a value (`ctx = torch.no_grad()`) they become contextlib.nullcontext()."""
-    if site.statement is not None and statement_slot(site.statement, site.node):
-        return site.REMOVED
-    site.flag("review", f"{site.qualname} used as a value became contextlib.nullcontext(): MindSpore only "
-                        f"computes gradients inside ms.grad / ms.value_and_grad")
-    return site.expr("{n}()", n="@contextlib.nullcontext")
+    out = no_effect_context(site)
+    if out is not site.REMOVED:
+        site.flag("review", f"{site.qualname} used as a value became contextlib.nullcontext(): MindSpore only "
+                            f"computes gradients inside ms.grad / ms.value_and_grad")
+    return out
 
 
 # ---- svd -------------------------------------------------------------------------------
