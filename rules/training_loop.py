@@ -325,6 +325,47 @@ def _walk(node):
         yield from _walk(child)
 
 
+def _only_sets_requires_grad(stmts, functions, local=False) -> bool:
+    """Whether these statements do nothing but set requires_grad on parameters or networks
+    (`p.requires_grad = flag` in loops and ifs, `net.requires_grad_(flag)`, or a call of a
+    function of the file that does only that, binding its own locals on the way): gradient
+    routing, which a converted step does by the parameters it differentiates, not values a
+    loss depends on."""
+    def one(stmt) -> bool:
+        if isinstance(stmt, (cst.For, cst.If)):
+            return _only_sets_requires_grad(stmt.body.body, functions, local) and \
+                (stmt.orelse is None or _only_sets_requires_grad(stmt.orelse.body.body
+                                                                 if isinstance(stmt.orelse, cst.Else)
+                                                                 else [stmt.orelse], functions, local))
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Attribute) and
+                                                    t.target.attr.value == "requires_grad" for t in small.targets):
+                continue
+            if local and isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets) \
+                    and not any(isinstance(n, cst.Call) and not (isinstance(n.func, cst.Name) and n.func.value in _BUILTINS)
+                                for n in _walk(small.value)):
+                continue   # `nets = [nets]` in the function
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
+                continue   # a docstring
+            call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+            if call is None:
+                return False
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" or \
+                    isinstance(func, cst.Name) and func.value == "msmigrate_requires_grad_":
+                continue
+            name = func.value if isinstance(func, cst.Name) else \
+                func.attr.value if isinstance(func, cst.Attribute) and dotted(func.value) == "self" else None
+            defs = functions.get(name, ())
+            if not defs or not all(_only_sets_requires_grad(d.body.body, {}, local=True) for d in defs):
+                return False
+        return True
+
+    return bool(stmts) and all(one(s) for s in stmts)
+
+
 class _CallableBindings(TargetBindings):
     """name -> the values the file binds to it: a lambda, a def (not a method), the value of
     an assignment (element by element for `a, b = x, y`); None for a binding of no known value
@@ -753,6 +794,20 @@ class TrainingLoopPass(PathTransformer):
             self._module_functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
         return self._module_functions
 
+    def _sets_requires_grad(self, stmt) -> bool:
+        """A requires_grad toggle (`set_requires_grad(D, False)` of a GAN's generator step): it
+        stays where it is in the loop, out of every step (inside a forward_fn it would freeze
+        the network that step trains; each converted step differentiates only its own
+        optimizer's parameters, which is what the toggles arrange in torch)."""
+        if getattr(self, "_toggle_defs", None) is None:
+            defs: dict[str, list] = {}
+            for s in self.module.body:
+                for d in [s] if isinstance(s, cst.FunctionDef) else \
+                        [m for m in s.body.body if isinstance(m, cst.FunctionDef)] if isinstance(s, cst.ClassDef) else []:
+                    defs.setdefault(d.name.value, []).append(d)
+            self._toggle_defs = defs
+        return _only_sets_requires_grad([stmt], self._toggle_defs)
+
     def _leaves(self, optimizers: list[str]) -> set[str]:
         return {h.rsplit(".", 1)[-1] for h in self._holders(optimizers)}
 
@@ -843,6 +898,8 @@ class TrainingLoopPass(PathTransformer):
         out = []
         for i in chain:
             pos, stmt = earlier["stmts"][i]
+            if self._sets_requires_grad(stmt):
+                continue   # (stays in the loop, in order)
             e = effects(stmt)
             if not (any(related(r, t) for r in e.read for t in tainted) or self._names_network(stmt, mine)):
                 continue   # a constant for this step: it comes in as torch computed it
@@ -977,7 +1034,7 @@ class TrainingLoopPass(PathTransformer):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
-        chosen = self._keep_order(eff, chosen)
+        chosen = [i for i in self._keep_order(eff, chosen) if not self._sets_requires_grad(pre[i])]
         # later in the step, a draw by what the compiled step could not run on every call (a
         # NumPy draw, a lambda or function of the file: `z = gi_sampler(m, n)` after the real
         # batch's loss) that depends on none of the step's statements before it: drawn before
@@ -1032,10 +1089,18 @@ class TrainingLoopPass(PathTransformer):
                 free = backward_slice(slice_stmts, {loss_name})[1]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen and i not in drawn_before]
         first_slice_at = chosen[0] if chosen else len(pre)
+        # requires_grad toggles among the step's statements arrange its backward pass: before it
+        toggles = [pre[j] for j in range(first_slice_at + 1, len(pre))
+                   if j not in chosen and j not in drawn_before and self._sets_requires_grad(pre[j])]
         # left out of the step after its first statement: it runs after the update, so a call of
         # a trained network there sees the new parameters where torch's saw the old ones
         late = {id(pre[j]) for j in range(first_slice_at + 1, len(pre))
-                if j not in chosen and j not in drawn_before and self._names_network(pre[j], leaves)}
+                if j not in chosen and j not in drawn_before and self._names_network(pre[j], leaves)
+                and all(pre[j] is not t for t in toggles)}
+        if toggles:
+            rest_pre = rest_pre[:first_slice_at] + toggles + \
+                [s for s in rest_pre[first_slice_at:] if all(s is not t for t in toggles)]
+            first_slice_at += len(toggles)
         rest_pre = [self._flag(s, "review", LATE_FORWARD) if id(s) in late else s for s in rest_pre]
         own_stmts = slice_stmts
         recomputed = []

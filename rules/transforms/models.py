@@ -333,16 +333,18 @@ def cast_parameters(site):
 def requires_grad_(site):
     """`model.requires_grad_(False)` -> msmigrate_requires_grad_(model, False): a Cell has no
     such method; torch sets requires_grad on the module's parameters (not its buffers). Turning
-    training back on in a program that trains (a GAN's `D.requires_grad_(True)` after freezing D
-    for G's step) is left for manual work: the training-step rewrite does not keep such toggles in
-    step order (a frozen D's own step trained nothing, measured), and an optimizer built while
-    parameters were frozen holds only the trainable ones."""
+    training back on in a program with one backward pass (unfreezing a backbone after some
+    epochs) is left for manual work: an optimizer built while parameters were frozen holds only
+    the trainable ones. With several (a GAN's `D.requires_grad_(True)` after freezing D for G's
+    step) the toggles stay in step order (rules/training_loop.py) and each converted step
+    differentiates its own optimizer's parameters, as the toggles arrange in torch."""
     flag = site.arg("requires_grad")
     freezing = isinstance(flag, cst.Name) and flag.value == "False"
-    if not freezing and ".backward(" in site.rw.ctx.source:
-        raise Unconvertible("requires_grad_ turning training back on in a program that trains: the converted "
-                            "training steps do not keep requires_grad toggles in step order; train each network "
-                            "with its own optimizer and drop the toggles, or convert by hand", "manual")
+    if not freezing and site.rw.ctx.source.count(".backward(") == 1:
+        raise Unconvertible("requires_grad_ turning training back on in a program that trains: an optimizer "
+                            "built while the parameters were frozen holds only the trainable ones (a "
+                            "MindSpore optimizer's parameters are fixed when it is built); build it after "
+                            "unfreezing, or convert by hand", "manual")
     func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters,
                      cells.msmigrate_requires_grad_)
     return cst.Call(func, [cst.Arg(site.receiver), *([cst.Arg(site.arg("requires_grad"))]
