@@ -155,6 +155,9 @@ from torchvision import datasets, transforms as T
 
 mnist_tf = T.Compose([T.ToTensor(), T.Normalize((0.1307,), (0.3081,))])
 eager = mnist_tf(Image.open(ROOT + "/eager.png")).unsqueeze(0)  # outside a pipeline: a tensor in torch
+crop_tf = T.Compose([T.Resize((14, 20)), T.CenterCrop((10, 12))])
+cropped = crop_tf(Image.open(ROOT + "/eager.png"))  # no ToTensor: a PIL image in torch
+cropped_part = T.ToTensor()(cropped.crop((1, 1, 9, 7)))
 mnist = datasets.MNIST(ROOT, train=True, transform=mnist_tf)
 mnist_loader = torch.utils.data.DataLoader(mnist, batch_size=3)
 
@@ -307,6 +310,14 @@ try:
     res["eager"] = float(np.abs(ms_prog.eager.asnumpy() - exp).max())
 except Exception:
     res["eager"] = traceback.format_exc()[-2000:]
+try:  # torchvision on a PIL image: PIL's bilinear resize, then a centred crop (rounded offsets)
+    assert isinstance(ms_prog.cropped, Image.Image) and ms_prog.cropped.size == (12, 10), ms_prog.cropped
+    ref = Image.fromarray(eager_img).resize((20, 14), Image.BILINEAR).crop((4, 2, 16, 12)).crop((1, 1, 9, 7))
+    exp = to_tensor(np.asarray(ref)[:, :, None])
+    assert isinstance(ms_prog.cropped_part, ms.Tensor) and ms_prog.cropped_part.shape == exp.shape
+    res["eager_pil"] = float(np.abs(ms_prog.cropped_part.asnumpy() - exp).max())
+except Exception:
+    res["eager_pil"] = traceback.format_exc()[-2000:]
 try:
     got = collect(ms_prog.shuffled_loader)
     got2 = collect(ms_prog.shuffled_named)
@@ -375,7 +386,7 @@ def test_shuffled_loader_is_a_permutation_in_torch_batch_sizes(loader_results):
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("name", ["mnist", "cifar10", "nearest", "eager"])
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "nearest", "eager", "eager_pil"])
 def test_vision_pipeline_matches_torchvision_semantics(vision_results, name):
     got = vision_results[name]
     assert not isinstance(got, str), got

@@ -76,10 +76,11 @@ def checkout(corpus: Path, entries: list[dict]) -> None:
             print(f"{e['name']}: {git_dir} missing: fetch github:{e['repo']} first", file=sys.stderr)
             continue
         git = ["git", "--git-dir", str(git_dir)]
-        listing = subprocess.run([*git, "ls-tree", "-r", "-l", e["commit"]], capture_output=True, text=True,
-                                 check=True).stdout
+        # -z: paths as they are (git otherwise quotes and escapes non-ASCII names)
+        listing = subprocess.run([*git, "ls-tree", "-r", "-l", "-z", e["commit"]], capture_output=True,
+                                 check=True).stdout.decode("utf-8", "surrogateescape")
         missing = []
-        for row in listing.splitlines():
+        for row in filter(None, listing.split("\0")):
             meta, path = row.split("\t", 1)
             _, kind, sha, size = meta.split()
             if kind != "blob" or (size.isdigit() and int(size) > BIG):

@@ -18,6 +18,7 @@ import libcst as cst
 from msmigrate.engine import Unconvertible, kwarg, literal_value
 from msmigrate.names import dotted
 from msmigrate.rules.generated import data as generated_data
+from msmigrate.rules.generated import vision as generated_vision
 from msmigrate.rules.transforms.common import generated
 
 _PIPELINE_ROOT = "mindspore.dataset"
@@ -1102,14 +1103,14 @@ def random_grayscale(site):
 
 
 def eager_transform(site):
-    """`x = transform(img)` outside a dataset: MindSpore's transforms return numpy arrays where
-    torchvision's return tensors (wrapped in ms.Tensor), and an eager Compose returns a 1-tuple for
-    a PIL image but an array for a numpy image (so the image goes in as numpy)."""
+    """`x = transform(img)` outside a dataset -> msmigrate_apply_transform(transform, img):
+    MindSpore's transforms return NumPy arrays where torchvision's return tensors, and an eager
+    Compose returns a 1-tuple; a PIL image stays a PIL image until ToTensor, in both (a Compose
+    of Resize and crops gives torch's PIL image, whose .size and .crop the program may use)."""
     call = site.node
     if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
         # (instance_call hooks cannot raise Unconvertible: the engine does not catch it there)
         site.flag("review", "a transform applied outside a pipeline returns numpy arrays in MindSpore")
         return call
-    image = site.expr("{np}({x})", np=site.ref("numpy.asarray"), x=call.args[0].value)
-    call = call.with_changes(args=[call.args[0].with_changes(value=image)])
-    return site.expr("{T}({call})", T=site.ref("mindspore.Tensor"), call=call)
+    func = generated(site, generated_vision.msmigrate_apply_transform)
+    return cst.Call(func, [cst.Arg(call.func), cst.Arg(call.args[0].value)])
