@@ -470,8 +470,24 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
                     and not pos_params[0].startswith("*") and pos_params[0] not in bound \
                     and not record.is_method:
                 name = pos_params[0]
+            known = {p.lstrip("*") for p in record.args}
+            alias = _NUMPY_NAMES.get(name)
+            if alias is not None and name not in known and alias in known and alias not in bound:
+                # torch's argument parser takes NumPy's names too: sum(x, axis=1, keepdims=True)
+                name, a = alias, a.with_changes(keyword=cst.Name(alias))
             bound[name] = a
     return bound, unbound
+
+
+# the keyword names torch's argument parser accepts for its own (numpy_compatibility_arg_names)
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x1": "input", "x2": "other"}
+
+
+def _torch_keywords(call: cst.Call) -> cst.Call:
+    """The call with NumPy's keyword names for torch's own (axis= -> dim=, keepdims= -> keepdim=)."""
+    return call.with_changes(args=[a.with_changes(keyword=cst.Name(_NUMPY_NAMES[a.keyword.value]))
+                                   if a.keyword is not None and a.keyword.value in ("axis", "keepdims") else a
+                                   for a in call.args])
 
 
 class _TopLevelBindings(TargetBindings):
@@ -1307,6 +1323,8 @@ class Rewriter(cst.CSTTransformer):
     def _convert_method(self, original: cst.Call, updated: cst.Call):
         method = original.func.attr.value
         candidates = self.table.methods(method)
+        if (candidates or method in self.table.verified_methods) and self._made_by_torch_function(original.func.value):
+            updated = _torch_keywords(updated)   # `x.mean(axis=0, keepdims=True)` of a tensor
         if not candidates:
             return updated
         receiver = original.func.value
@@ -1339,6 +1357,13 @@ class Rewriter(cst.CSTTransformer):
         q = rec.torch
         return self._apply(rec, q, updated, updated.func.value,
                            self._receiver_instance(receiver) if rec.class_bound else None)
+
+    def _made_by_torch_function(self, receiver) -> bool:
+        """Whether `receiver` visibly holds what a torch function made (`a = torch.rand(3)`): a
+        tensor, not a NumPy array, whose methods take NumPy's keyword names too."""
+        inst = self._receiver_instance(receiver)
+        name = inst.torch.rsplit(".", 1)[-1] if inst is not None else ""
+        return name[:1].islower() and inst.torch.count(".") == 1 and inst.torch.startswith("torch.")
 
     def _receiver_instance(self, receiver) -> ApiRecord | None:
         """The record of the torch object `receiver` holds, where it is known."""

@@ -142,3 +142,15 @@ def test_out_argument_is_written_where_the_call_is_a_statement():
     assert "o = ops.add(a, a).astype(o.dtype)" in result.code
     assert "buf[0] = ops.exp(a)" in result.code
     assert [d.code for d in result.diagnostics] == ["MSC105"] and "out=o" in result.diagnostics[0].message
+
+
+def test_numpy_keyword_names_of_torch_calls_become_torchs_and_numpy_calls_keep_theirs():
+    """torch's argument parser takes axis=/keepdims= for dim=/keepdim= (MindSpore's functions do
+    not, and Tensor.std(axis=) is NumPy's ddof=0 overload there): renamed on torch's functions and
+    on methods of a tensor a torch function made; a NumPy array's methods keep NumPy's names (the
+    per-API suite runs the torch forms: tests/api_suite/cases/reductions.toml numpy_names)."""
+    code = ("import numpy as np\nimport torch\nX = np.ones((3, 2))\nm = X.std(axis=0, keepdims=True)\n"
+            "a = torch.rand(3, 4)\nb = torch.cumprod(a, axis=0)\nc = a.mean(axis=0, keepdims=True)\n")
+    out = convert_source(code, "m.py").code
+    assert "X.std(axis=0, keepdims=True)" in out
+    assert "ops.cumprod(a, dim=0)" in out and "a.mean(dim=0, keepdim=True)" in out
