@@ -29,7 +29,7 @@ def test_converted_device_logic_prints_what_torch_prints(tmp_path):
                 ("accelerator", "count", "kind", "built", "deterministic", "out", "cudnn")]
 
     expected = run(source)
-    assert len(expected) == 7
+    assert len(expected) == 8
     assert run(script) == expected
 
 

@@ -9,7 +9,8 @@ import libcst as cst
 from msmigrate.engine import Unconvertible
 from msmigrate.mapping import transform_function
 from msmigrate.names import dotted
-from msmigrate.rules.transforms.common import fixed_answer
+from msmigrate.rules.generated import device as generated_device
+from msmigrate.rules.transforms.common import fixed_answer, generated
 from msmigrate.rules.transforms.jit import uncompiled
 
 
@@ -135,9 +136,16 @@ def deterministic_setting(site):
         raise Unconvertible("called: torch.backends.cudnn.deterministic is a flag", "manual")
     if value is None:
         return _deterministic(site)
-    site.before(cst.SimpleStatementLine([cst.Expr(site.expr(
-        "{set}({v})", set=site.ref("mindspore.set_deterministic"), v=value))]))
+    site.before(cst.SimpleStatementLine([cst.Expr(cst.Call(
+        generated(site, generated_device.msmigrate_set_deterministic), [cst.Arg(value)]))]))
     return site.REMOVED
+
+
+def set_deterministic(site):
+    """torch.use_deterministic_algorithms(mode) -> msmigrate_set_deterministic(mode): MindSpore's
+    ms.set_deterministic raises when called a second time (torch.backends.cudnn.deterministic
+    set as well, or the same call in a function called twice)."""
+    return cst.Call(generated(site, generated_device.msmigrate_set_deterministic), [cst.Arg(site.arg("mode"))])
 
 
 def _is_dtype(site, node) -> bool:
@@ -213,7 +221,7 @@ def deterministic_debug_mode(site):
         on = cst.Name(str(site.literal("debug_mode") not in (0, "default")))
     except ValueError:
         on = site.expr("{m} not in (0, 'default')", m=mode)
-    return site.expr("{set}({on})", set=site.ref("mindspore.set_deterministic"), on=on)
+    return cst.Call(generated(site, generated_device.msmigrate_set_deterministic), [cst.Arg(on)])
 
 
 # torch's queries of settings MindSpore has no counterpart of: the answer that describes
