@@ -178,6 +178,19 @@ class _Analysis:
         self.memo[key] = result
         return result
 
+    def _passed_through(self, func: str, call: ast.Call):
+        """The argument a call of the file's function `func` passes for the parameter every
+        return of that function returns unchanged (`def seeded(net): ...; return net`), else None."""
+        defs = self.defs.get(func, [])
+        if len(defs) != 1 or defs[0] is None:
+            return None
+        positional, keyword = _params(defs[0])
+        returned = {r.value.id if isinstance(r.value, ast.Name) else None for r in _returns(defs[0])}
+        param = returned.pop() if len(returned) == 1 else None
+        if param is None or param not in (*positional, *keyword) or param in self.scopes[id(defs[0])].values:
+            return None
+        return _argument(call, positional, param)
+
     def value(self, expr, scope: _Scope, depth: int) -> str | None:
         """The torch API whose object `expr` (evaluated in `scope`) is, else None."""
         if isinstance(expr, ast.Call):
@@ -194,6 +207,9 @@ class _Analysis:
             q = self.imports.get(head)
             if q is not None and is_source(q):
                 return f"{q}.{rest}" if rest else q
+            passed = self._passed_through(name, expr)
+            if passed is not None:   # `seeded(Net())` of a function returning what it is given
+                return self.value(passed, scope, depth + 1)
             return self.project.get(name)
         if not isinstance(expr, ast.Name):
             return None
@@ -208,6 +224,15 @@ class _Analysis:
         values = owner.values.get(expr.id, [])
         found = {None if v is None else self.value(v, owner, depth + 1) for v in values}
         return found.pop() if len(found) == 1 else None
+
+
+def _returns(node):
+    """The return statements of a function (not of functions or classes nested in it)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Return):
+            yield child
+        elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _returns(child)
 
 
 def _owner(scope: _Scope | None, name: str) -> _Scope | None:

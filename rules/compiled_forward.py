@@ -21,10 +21,8 @@ import re
 
 import libcst as cst
 
-from msmigrate.arguments import argument_objects
 from msmigrate.names import PathScan, PathTransformer, dotted, resolve
-from msmigrate.rules import PLAIN_DECORATORS
-from msmigrate.rules.training_loop import RETURNS_MODULE, NO_GRAD, ModuleInstances
+from msmigrate.rules.training_loop import NO_GRAD, ModuleInstances, network_parameters
 from msmigrate.rules.transforms.common import generated_text
 
 _DIFFERENTIATES = re.compile(r"\.backward\(|\bgrad\(")
@@ -62,12 +60,7 @@ class CompiledForwardPass(PathTransformer):
 
     def _network_parameters(self, classes: set[str]) -> dict[str, set[str]]:
         """Function name -> its parameters every call passes a network for."""
-        if self.ctx.names.tree is None:
-            return {}
-        project = {**self.ctx.project, **{c: "torch.nn.Module" for c in classes}}
-        facts = argument_objects(self.ctx.names.tree, self.imports, project, RETURNS_MODULE, PLAIN_DECORATORS)
-        return {f: {p for p, api in params.items() if api == "torch.nn.Module" or self._network_class(api)}
-                for f, params in facts.items()}
+        return network_parameters(self.ctx, self.imports, classes, self._network_class)
 
     def _differentiating_functions(self) -> set[str]:
         """Functions and methods of the file that differentiate, directly or by calling one."""

@@ -30,9 +30,11 @@ from collections import Counter
 
 import libcst as cst
 
+from msmigrate.arguments import argument_objects
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
                              is_statement_type, params_of, resolve)
+from msmigrate.rules import PLAIN_DECORATORS
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -275,6 +277,18 @@ class ModuleInstances(cst.CSTVisitor):
             for target, value in pairs:
                 if dotted(target) and self._module(value):
                     self.names.add(dotted(target))
+
+
+def network_parameters(ctx, imports: dict, classes: set[str], network_api) -> dict[str, set[str]]:
+    """Function name -> its parameters every call passes a network for (`train(student,
+    teacher, loader)` called with instances of the file's module classes `classes`, or of a
+    torch API `network_api` accepts)."""
+    if ctx.names.tree is None:
+        return {}
+    project = {**ctx.project, **{c: "torch.nn.Module" for c in classes}}
+    facts = argument_objects(ctx.names.tree, imports, project, RETURNS_MODULE, PLAIN_DECORATORS)
+    return {f: {p for p, api in params.items() if api == "torch.nn.Module" or network_api(api)}
+            for f, params in facts.items()}
 
 
 _NOT_PLAIN = ("numpy", "mindspore", "math", "random")   # besides torch's family: no Python objects
@@ -2127,7 +2141,7 @@ class TrainingLoopPass(PathTransformer):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
-        called = self._holder_scan.all | self._network_names()
+        called = self._holder_scan.all | self._network_names() | self._network_arguments()
         holders += [h for h in sorted(called - set(holders))
                     if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
         out = []
@@ -2137,6 +2151,19 @@ class TrainingLoopPass(PathTransformer):
             self._renamed.add(h)
             out.append(self._stmt(prefix_statement(h)))
         return out
+
+    def _network_arguments(self) -> set[str]:
+        """Parameters of the function holding this step that every call passes a network for
+        (a distillation's `teacher_model`, called in the student's step): their parameter
+        names collide with the trained network's too."""
+        fn = self.funcs[-1] if self.funcs else None
+        if not isinstance(fn, cst.FunctionDef) or self.classes:   # (a method's parameters: not followed)
+            return set()
+        if getattr(self, "_passed_networks", None) is None:
+            self._network_names()
+            self._passed_networks = network_parameters(self.ctx, dict(self.ctx.names.imports),
+                                                       self._module_scan.classes, lambda api: False)
+        return self._passed_networks.get(fn.name.value, set())
 
     def _jit_def(self, name: str, args: str, lines: list[str]):
         code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)

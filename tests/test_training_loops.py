@@ -225,10 +225,12 @@ def _printed_losses(path, cwd=None) -> list[float]:
 @pytest.mark.parametrize("name, count", [("gan_two_steps.py", 12), ("gan_fake_once.py", 12),
                                          ("gan_two_backward.py", 12), ("gan_dcgan_per_term.py", 12),
                                          ("two_optimizers_one_backward.py", 4),
-                                         ("gan_requires_grad_toggles.py", 12)])
+                                         ("gan_requires_grad_toggles.py", 12),
+                                         ("distill_networks_passed_in.py", 4)])
 def test_several_backward_passes_or_optimizers_in_one_step_train_like_torch(tmp_path, name, count):
     """GAN steps (one compiled step per optimizer, each computing again the shared forward it
-    differentiates; requires_grad toggles kept in step order), two backward passes before one step, and two optimizers stepped after one
+    differentiates; requires_grad toggles kept in step order; a teacher run in the student's step, both networks
+    passed into the training function), two backward passes before one step, and two optimizers stepped after one
     backward: converted with no marker, every printed loss (D's and G's at every iteration) is
     torch's, from the same initial weights (the programs set them from a seeded NumPy draw)."""
     src = PROGRAMS / name
