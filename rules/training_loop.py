@@ -1240,25 +1240,30 @@ class TrainingLoopPass(PathTransformer):
                 self.pending.setdefault(id(loop), []).extend(defs)
             else:
                 new_body = defs + new_body
-        elif loop is not None:
-            self.pending.setdefault(id(loop), []).extend(defs)
         elif (owner := self._captures_only_params(scope, defs)) is not None:
-            # `def train(model, loss, optimizer, x, y)` called once per batch: the step is built
-            # once per object it closes over (a factory and a cache before the function), not
-            # compiled again on every call
+            # `def train(model, loss, optimizer, x, y)` called once per batch (or `def
+            # train_one_epoch(model, loader, optimizer)` looping over batches, called once per
+            # epoch): the step is built once per object it closes over (a factory and a cache
+            # before the function), not compiled again on every call
             cache = self.fresh("train_steps")
             factory = self._factory(defs, self.fresh(f"make_{names['step']}"), names["step"], owner)
             factory = factory.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
             self._pass_on_arguments([factory.name.value], owner)
             self.pending.setdefault(id(scope), []).extend([factory, self._stmt(f"{cache} = {{}}")])
-            new_body = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
-                                   f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
-                        self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")] + new_body
+            lookup = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
+                                 f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
+                      self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")]
+            if loop is not None:
+                self.pending.setdefault(id(loop), []).extend(lookup)
+            else:
+                new_body = lookup + new_body
         elif self._reads_only_settled_globals(scope, defs):
             # `def train(epoch)` whose step reads only module-level names bound before the
             # function and never after: the same step on every call, built once before it
             defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
             self.pending.setdefault(id(scope), []).extend(defs)
+        elif loop is not None:
+            self.pending.setdefault(id(loop), []).extend(defs)
         else:
             defs[0] = self._flag(defs[0], "review", "the training step is defined inside this "
                                  "function, so it is compiled again on every call: move the "
