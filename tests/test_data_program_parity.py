@@ -4,7 +4,7 @@ converted program must read the numbers torch reads.
 One torch program (torch.utils.data only) runs under torch; its conversion runs in another
 subprocess where `import torch` fails. Both print the same JSON: sizes (`len(loader.dataset)`,
 `len(loader)`, `loader.batch_size`), a test loss averaged over `len(test_loader.dataset)` by a
-function that receives the loader, the batches of every loader over two passes (eval after train),
+function that receives the loader, the batches of every loader over two passes (eval after train), dict samples read back as dicts,
 loaders whose batch_size / drop_last come from a `**kwargs` dict, a Dataset subclass through a
 collate_fn / sampler, attributes of the source read through `loader.dataset`.
 
@@ -47,6 +47,16 @@ class Rows(Dataset):
 
     def __getitem__(self, i):
         return self.x[i] * 2, int(self.y[i])
+
+
+class Records(Dataset):
+    """Dict samples (a recommender's users/items/ratings): torch's loader yields dicts of batches."""
+
+    def __len__(self):
+        return len(X)
+
+    def __getitem__(self, i):
+        return {"features": torch.from_numpy(X[i]), "label": int(Y[i]), "weight": float(i)}
 
 
 def collate(batch):
@@ -115,6 +125,8 @@ n_fit = int(len(rows) * 0.9)   # counts computed at run time (a common tutorial 
 big, small = random_split(rows, [n_fit, len(rows) - n_fit])
 ratio = [0.7, 0.3]
 seventy, thirty = random_split(rows, ratio)   # fractions in a variable
+records = DataLoader(Records(), batch_size=6)
+records_unbatched = DataLoader(Records(), batch_size=None)
 
 res = {
     "sizes": [len(train_loader.dataset), len(train_loader), train_loader.batch_size,
@@ -136,6 +148,9 @@ res = {
               [sorted(epoch_summary(loader_a)[1] + epoch_summary(loader_b)[1]),
                epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
               [len(fit), len(held), len(rest)], [len(big), len(small)], [len(seventy), len(thirty)]],
+    "records": [len(records), [[sorted(b), float(b["features"].sum()), [int(v) for v in b["label"]],
+                                float(b["weight"].sum())] for b in records],
+                [float(b["features"].sum()) + int(b["label"]) for b in records_unbatched]],
 }
 print(json.dumps(res))
 '''

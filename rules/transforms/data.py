@@ -400,6 +400,7 @@ def data_loader(site):
     if sampler is not None and site.code(sampler) == "None":
         sampler = None
     kind, ncols = _source_kind(site, src)
+    names = None   # a GeneratorDataset's column names (dict samples)
     if kind == "pipeline":
         pipeline = src
         name = dotted(src)
@@ -421,7 +422,12 @@ def data_loader(site):
             if shuffled is None:  # shuffle(buffer_size) rejects sizes below 2: no no-op form
                 pipeline = site.expr("({p} if {c} else {s})", p=pipeline, c=shuffle, s=src)
     else:
-        names = None
+        if isinstance(ncols, tuple) and collate is None:
+            # dict samples of visible keys: rows of their values in that order, batches read back as
+            # dicts (`batch["users"]`)
+            keys = cst.parse_expression(repr(list(ncols)))
+            src_rows = cst.Call(generated(site, generated_data.msmigrate_DictRows), [cst.Arg(src), cst.Arg(keys)])
+            names, ncols = list(ncols), len(ncols)
         if isinstance(ncols, tuple) or ncols == "dict":
             site.flag("manual", f"{site.qualname}: __getitem__ returns a dict: GeneratorDataset rows are "
                                 f"tuples; return the values in column_names order and index batches by position")
@@ -431,7 +437,7 @@ def data_loader(site):
                                 f"assumed 2 (column_names=['data', 'label'])")
             ncols = 2
         columns = cst.parse_expression(repr(names)) if names else _column_names(ncols)
-        args = [cst.Arg(src), kwarg("column_names", columns)]
+        args = [cst.Arg(src_rows if names and collate is None else src), kwarg("column_names", columns)]
         if sampler is not None:
             if not _converted_sampler(site, sampler):
                 site.flag("review", f"{site.qualname}: sampler={site.code(sampler)}: MindSpore needs a "
@@ -450,7 +456,8 @@ def data_loader(site):
         if collate is not None:
             site.flag("MSC105", f"{site.qualname}: collate_fn={site.code(collate)} on single samples "
                                 f"(batch_size=None) has no MindSpore equivalent; argument dropped: apply it with .map")
-        return _keep_source(site, src, _one_column(site, src, None, pipeline))
+        return _keep_source(site, src, _dict_batches(site, names, pipeline) if names and collate is None
+                            else _one_column(site, src, None, pipeline))
     batch_args = [cst.Arg(batch_size)]
     if site.has("drop_last"):
         batch_args.append(kwarg("drop_remainder", site.arg("drop_last")))
@@ -458,7 +465,14 @@ def data_loader(site):
         bare = _bare_samples(site, src)
         batch_args.extend(_per_batch_map(site, collate, 1 if bare else ncols if kind == "map" else 2, bare))
     batched = cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")), args=_commas(batch_args))
+    if names and collate is None:
+        return _keep_source(site, src, _dict_batches(site, names, batched))
     return _keep_source(site, src, _one_column(site, src, collate, batched))
+
+
+def _dict_batches(site, keys: list[str], loader):
+    """Batches of dict samples, read back as dicts of those keys (torch's collate)."""
+    return cst.Call(generated(site, generated_data.msmigrate_DictBatches), [cst.Arg(loader)])
 
 
 def _one_column(site, src, collate, loader):
