@@ -701,6 +701,7 @@ class Rewriter(cst.CSTTransformer):
         # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
         self.plain_objects: set[str] = set()
         self.local_classes: dict[str, ApiRecord] = {}
+        self.argument_constructions: set[int] = set()   # ids of calls that are arguments of a program call
         self.inherited_constructors: set[str] = set()   # local classes built by a torch base's __init__
         for name, qualname in ctx.project.items():   # classes and factories from other files
             rec = table.lookup(qualname)
@@ -1061,6 +1062,11 @@ class Rewriter(cst.CSTTransformer):
                 self.scopes.resolve_name(func.value) is None:
             # `map(torch.LongTensor, rows)`: the reference is called, one argument at a time
             self.called_refs.add(id(node.args[0].value))
+        if not is_source(q) and dotted(func) not in self.local_classes:
+            # `train(Net(), loader)`: a network made as an argument of the program's own function
+            # (not a child given to a torch container) has no name its record's on_instantiate
+            # could speak of
+            self.argument_constructions.update(id(a.value) for a in node.args if isinstance(a.value, cst.Call))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if _is_type_test(node):
@@ -1277,6 +1283,11 @@ class Rewriter(cst.CSTTransformer):
         if name in self.local_classes:
             rec = self.local_classes[name]
             self.call_records[id(original)] = (rec, name)
+            if id(original) in self.argument_constructions and rec.on_instantiate and \
+                    name not in self.inherited_constructors:
+                inline = transform_function(rec.on_instantiate)(Site(self, rec, rec.torch, updated), None)
+                if inline is not None:
+                    return inline
             if name in self.inherited_constructors and rec.args and rec.target:
                 # a subclass without __init__ takes the torch base's constructor arguments:
                 # they convert as in a call of the base; the class stays the callee

@@ -515,3 +515,49 @@ def test_tensor_of_a_deque_is_made_from_its_values(tmp_path):
         (tmp_path / name).write_text(text)
     outs = _outputs((tmp_path / "torch_dq.py", tmp_path / "ms_dq.py"), tmp_path)
     assert outs[0] == ["returns [2.0, 0.5, 1.0] float32"] and outs[1] == ["returns [2.0, 0.5, 1.0] Float32"], outs
+
+
+NETWORK_AS_ARGUMENT = '''
+import numpy as np
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.BatchNorm1d(3)
+        self.blocks = nn.Sequential(nn.ReLU())
+
+    def forward(self, x):
+        return self.blocks(self.norm(x) + 1.0)
+
+
+def run(net, x):
+    return net(x)
+
+
+x = torch.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3))
+out = run(Net(), x)
+print("values", " ".join(f"{v:.5f}" for v in out.sum(0).tolist()))
+'''
+
+
+@pytest.mark.framework
+def test_network_made_as_an_argument_starts_in_training_mode_like_torchs(tmp_path):
+    """`run(Net(), x)` (jb-kd-mnist's `distill(Student(), Teacher(), ...)`): a torch module starts
+    in training mode, a Cell in eval mode, and a network made as an argument has no name to call
+    set_train on: the construction becomes `Net().set_train(True)` (BatchNorm then normalises
+    with the batch's statistics, as torch's; children made in __init__ are left as they are)."""
+    src = tmp_path / "prog.py"
+    src.write_text(NETWORK_AS_ARGUMENT)
+    result = convert_source(NETWORK_AS_ARGUMENT, "prog.py")
+    assert "run(Net().set_train(True), x)" in result.code and result.code.count("set_train") == 1
+    converted = tmp_path / "converted.py"
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOG_v": "3"}
+    outs = [subprocess.run([sys.executable, str(p)], capture_output=True, text=True, env=env, timeout=300,
+                           cwd=tmp_path) for p in (src, converted)]
+    assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
+    want, got = ([float(v) for v in o.stdout.split("values", 1)[1].split()] for o in outs)
+    assert len(want) == len(got) == 3 and all(abs(a - b) <= 1e-4 * abs(a) + 1e-5 for a, b in zip(want, got)), (want, got)

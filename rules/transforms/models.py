@@ -159,13 +159,17 @@ def constructor_call(site, call: cst.Call) -> cst.Call:
     return call.with_changes(args=out.args)
 
 
-def set_train_after_construction(site, name: str) -> None:
+def set_train_after_construction(site, name: str | None):
     """torch modules start in training mode, Cells in eval mode: say so where the model is made
     (children follow their parent, so `self.x = ...`, and locals of `__init__` that become
-    children, need nothing)."""
-    if name.startswith("self.") or site.rw.functions[-1:] == ["__init__"]:
-        return
+    children, need nothing). `name` None: made as an argument of a call (`train(Net(), data)`),
+    the construction itself becomes `Net().set_train(True)` (set_train returns the Cell)."""
+    if site.rw.functions[-1:] == ["__init__"] or (name or "").startswith("self."):
+        return None
+    if name is None:
+        return site.expr("{c}.set_train(True)", c=site.node)
     site.after(f"{name}.set_train(True)", implicit=True)
+    return None
 
 
 def train(site):
