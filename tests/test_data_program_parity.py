@@ -126,6 +126,19 @@ big, small = random_split(rows, [n_fit, len(rows) - n_fit])
 ratio = [0.7, 0.3]
 seventy, thirty = random_split(rows, ratio)   # fractions in a variable
 records = DataLoader(Records(), batch_size=6)
+
+
+def loader_of(dataset):
+    """A loader of a dataset the function is given: its samples' length is counted at run time."""
+    return DataLoader(dataset, batch_size=5)
+
+
+def three_tensors():
+    return TensorDataset(torch.from_numpy(X), torch.from_numpy(Y), torch.from_numpy(X[:, 0]))
+
+
+passed_in = [[float(x.sum()), [int(v) for v in y]] for x, y in loader_of(rows)]
+made_in_function = [[float(a.sum()), int(b.sum()), float(c.sum())] for a, b, c in DataLoader(three_tensors(), batch_size=7)]
 records_unbatched = DataLoader(Records(), batch_size=None)
 
 res = {
@@ -148,6 +161,7 @@ res = {
               [sorted(epoch_summary(loader_a)[1] + epoch_summary(loader_b)[1]),
                epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
               [len(fit), len(held), len(rest)], [len(big), len(small)], [len(seventy), len(thirty)]],
+    "counted": [passed_in, made_in_function],
     "records": [len(records), [[sorted(b), float(b["features"].sum()), [int(v) for v in b["label"]],
                                 float(b["weight"].sum())] for b in records],
                 [float(b["features"].sum()) + int(b["label"]) for b in records_unbatched]],

@@ -322,7 +322,7 @@ def _string(node) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _source_kind(site, src: cst.BaseExpression):
+def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     """('pipeline', None) for MindSpore readers, ('map', ncols | 'dict' | None) otherwise."""
     prefix = site.code(site.ref(_PIPELINE_ROOT)) + "."
     if site.code(src).startswith(prefix):
@@ -356,7 +356,35 @@ def _source_kind(site, src: cst.BaseExpression):
         cls = _find_class(site.rw.module, cls_name) or site.rw.project_class(cls_name)
         if cls is not None:
             return "map", _getitem_columns(cls)
+    fn = _find_function(site.rw.module, cls_name) if isinstance(value.func, cst.Name) else None
+    if fn is not None and not depth:
+        # `DataLoader(get_dataset())`: what every return of the file's function makes
+        kinds = {_source_kind(site, r.value, depth + 1) if r.value is not None else ("map", None)
+                 for r in _returns_of(fn)}
+        if len(kinds) == 1:
+            return kinds.pop()
     return "map", None
+
+
+def _returns_of(fn: cst.FunctionDef) -> list[cst.Return]:
+    """The return statements of a function, not of the functions or classes nested in it."""
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node) -> bool:
+            return node is fn
+
+        def visit_ClassDef(self, node) -> bool:
+            return False
+
+        def visit_Lambda(self, node) -> bool:
+            return False
+
+        def visit_Return(self, node) -> None:
+            found.append(node)
+
+    fn.visit(Finder())
+    return found
 
 
 def _is_reader(rec) -> bool:
@@ -432,12 +460,14 @@ def data_loader(site):
             site.flag("manual", f"{site.qualname}: __getitem__ returns a dict: GeneratorDataset rows are "
                                 f"tuples; return the values in column_names order and index batches by position")
             names, ncols = (list(ncols), len(ncols)) if isinstance(ncols, tuple) else (None, None)
-        if ncols is None and names is None:
+        counted = ncols is None and names is None and collate is None
+        if ncols is None and names is None and not counted:
             site.flag("review", f"{site.qualname}: the number of values a sample has is not visible; "
                                 f"assumed 2 (column_names=['data', 'label'])")
             ncols = 2
-        columns = cst.parse_expression(repr(names)) if names else _column_names(ncols)
-        args = [cst.Arg(src_rows if names and collate is None else src), kwarg("column_names", columns)]
+        columns = None if counted else cst.parse_expression(repr(names)) if names else _column_names(ncols)
+        args = [cst.Arg(src_rows if names and collate is None else src)] + \
+            ([] if counted else [kwarg("column_names", columns)])
         if sampler is not None:
             if not _converted_sampler(site, sampler):
                 site.flag("review", f"{site.qualname}: sampler={site.code(sampler)}: MindSpore needs a "
@@ -449,7 +479,10 @@ def data_loader(site):
                 args.append(kwarg("shuffle", site.expr("({s} if {n} is None else None)", s=shuffle, n=sampler)))
         else:
             args.append(kwarg("shuffle", shuffle))
-        pipeline = cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=args)
+        # samples of a source the code does not show (`DataLoader(dataset)` of a function's
+        # parameter): their values are counted on the first one when the loader is made
+        pipeline = cst.Call(func=generated(site, generated_data.msmigrate_GeneratorDataset) if counted
+                            else site.ref("mindspore.dataset.GeneratorDataset"), args=args)
     _check_loader_uses(site, shuffle, src)
     batch_size = site.arg("batch_size", cst.Integer("1"))
     if isinstance(batch_size, cst.Name) and batch_size.value == "None":
