@@ -505,7 +505,8 @@ def data_loader(site):
 
 def _dict_batches(site, keys: list[str], loader):
     """Batches of dict samples, read back as dicts of those keys (torch's collate)."""
-    return cst.Call(generated(site, generated_data.msmigrate_DictBatches), [cst.Arg(loader)])
+    return cst.Call(generated(site, generated_data.msmigrate_OneColumn, generated_data.msmigrate_DictBatches),
+                    [cst.Arg(loader)])
 
 
 def _one_column(site, src, collate, loader):
