@@ -563,3 +563,25 @@ def test_network_call_left_after_the_step_is_marked():
     assert result.code.index("train_step(") < result.code.index("other = net(")
     plain = src.replace("    other = net(X[8 - i:16 - i]).mean()\n", "").replace(", other.item()", "")
     assert not any("runs after the compiled step" in d.message for d in convert_source(plain, "late.py").diagnostics)
+
+
+@pytest.mark.framework
+def test_a_leaf_made_again_at_every_pass_descends_like_torch(tmp_path):
+    """`x.requires_grad_(True)` at the top of the loop and `x = x - lr * x.grad` under no_grad (or
+    `.detach()`) after the backward pass: one Parameter updated in place (rules/rebuilt_leaves.py),
+    every printed loss torch's (x drawn by NumPy: torch.from_numpy made it, which the
+    requires_grad_ conversion now sees as the training-loop rewrite does). A tensor the loop also
+    keeps (appended to a list) would change with the in-place update: left, and marked."""
+    src = PROGRAMS / "descent_rebuilt_leaf.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    converted = tmp_path / src.name
+    converted.write_text(result.code)
+    want, got = _printed_losses(src), _printed_losses(converted, tmp_path)
+    assert len(want) == len(got) == 12
+    assert all(abs(a - b) <= 1e-4 * abs(a) + 1e-6 for a, b in zip(want, got)), (want, got)
+    kept = ("import torch\nx = torch.ones(3)\nhistory = []\nfor i in range(3):\n    x.requires_grad_(True)\n"
+            "    loss = (x * x).sum()\n    loss.backward()\n    history.append(x)\n    with torch.no_grad():\n"
+            "        x = x - 0.1 * x.grad\n")
+    marked = convert_source(kept, "kept.py")
+    assert any(d.code == "MSC102" and "made again inside the training loop" in d.message for d in marked.diagnostics)

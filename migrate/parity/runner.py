@@ -664,14 +664,22 @@ def run_torch(rec: Record, script: str) -> None:
             if hasattr(fn, "variable"):
                 leaves.append(fn.variable)
             todo.extend(f for f, _ in fn.next_functions)
-        named = {}
+        named, frames = {}, {}
         for frame in inspect.stack(0)[2:]:   # the program's frames, innermost first
             for n, v in frame.frame.f_locals.items():
                 if any(v is leaf for leaf in leaves) and not any(v is x for x in named.values()):
                     named.setdefault(n, v)
+                    frames.setdefault(n, frame.frame)
         if not named or len(named) != len(leaves):
             return
-        state = lambda: {n: p.detach().cpu().numpy().copy() for n, p in named.items()}  # noqa: E731
+
+        def current(n, p):
+            """The tensor the name holds now: a program may make a new leaf at every pass
+            (`x = x - lr * x.grad` under no_grad), which the converted program updates in place."""
+            v = frames[n].f_locals.get(n, p)
+            return v if isinstance(v, torch.Tensor) and v.shape == p.shape else p
+
+        state = lambda: {n: current(n, p).detach().cpu().numpy().copy() for n, p in named.items()}  # noqa: E731
         for k, v in state().items():
             rec.arrays[f"init/{k}"] = v
         st["nets"].append({"prefix": "", "module": None, "state": state, "params": lambda: list(named.items())})

@@ -575,9 +575,19 @@ def cast(site):
 
 
 def _made_by_torch(site, name: str) -> bool:
-    """`name` is bound to a tensor visibly (`x = torch.ones(2)`), not a loop's parameter."""
+    """`name` is bound to a tensor visibly (`x = torch.ones(2)`, `x = torch.from_numpy(a)`), not a
+    loop's parameter: as the training-loop rewrite sees it (bare_tensors.TrainableTensors), which
+    then differentiates w.r.t. it, a Parameter."""
     from msmigrate.rules.transforms.dtypes import kind
-    return kind(site.rw, cst.Name(name)) in ("float", "float64", "int", "bool")
+    if kind(site.rw, cst.Name(name)) in ("float", "float64", "int", "bool"):
+        return True
+    made = getattr(site.rw, "_torch_made_names", None)
+    if made is None:
+        from msmigrate.rules.bare_tensors import TrainableTensors
+        scan = TrainableTensors(dict(site.rw.ctx.names.imports))
+        site.rw.ctx.module.visit(scan)
+        made = site.rw._torch_made_names = scan.made
+    return name in made
 
 
 @torch_method
