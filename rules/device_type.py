@@ -1,7 +1,8 @@
 """`.type` of a device: made on the spot (`torch.device('cuda:0').type`,
 `torch.accelerator.current_accelerator().type`) or read from a name the file binds only to
 `torch.device(...)` calls (`device = torch.device(...)` ... `if device.type == 'cuda'`, also
-`self.device`, and parameters of that name, which receive it). Converted device values are
+`self.device`, and parameters of that name, which receive it), or the `.device` of anything
+else (`x.device.type` of a tensor: MindSpore's is 'CPU'). Converted device values are
 strings (see transforms/device.py), which have no `.type`; this pass (on torch names, before the
 table pass) replaces such reads by the type string itself (`str(device).split(':')[0]`), which the
 table pass then leaves alone or converts."""
@@ -14,6 +15,7 @@ from msmigrate.names import Bindings, PathScan, PathTransformer, dotted, resolve
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
 NAMED_DEVICE = "<a name bound to torch.device>"
+TENSOR_DEVICE = "<the .device of a tensor or object>"
 
 
 class DeviceTypePass(PathTransformer):
@@ -38,6 +40,9 @@ class DeviceTypePass(PathTransformer):
         if isinstance(node, cst.Attribute) and node.attr.value == "type" \
                 and isinstance(node.value, (cst.Name, cst.Attribute)) and dotted(node.value) in self.device_names:
             return NAMED_DEVICE
+        if isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Attribute) \
+                and node.value.attr.value == "device":
+            return TENSOR_DEVICE
         if not (isinstance(node, cst.Attribute) and node.attr.value == "type" and isinstance(node.value, cst.Call)):
             return None
         q = self._resolve(node.value.func)
@@ -51,6 +56,8 @@ class DeviceTypePass(PathTransformer):
         call = updated.value
         if q == NAMED_DEVICE:   # a converted device is its torch string: 'cuda:0' -> 'cuda'
             return cst.parse_expression(f"str({cst.Module([]).code_for_node(call)}).split(':')[0]")
+        if q == TENSOR_DEVICE:   # a MindSpore tensor's device is 'CPU' / 'GPU' / 'Ascend'
+            return cst.parse_expression(f"str({cst.Module([]).code_for_node(call)}).split(':')[0].lower()")
         if q == CURRENT_ACCELERATOR:   # converts to the type string (None on CPU, as torch)
             return call
         if q != DEVICE:
