@@ -114,7 +114,11 @@ class PathTransformer(cst.CSTTransformer):
     def on_leave(self, original, updated):
         if id(original) not in self.path:
             return updated
-        return super().on_leave(original, updated)
+        result = super().on_leave(original, updated)
+        if result is not original and isinstance(original, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and \
+                isinstance(result, cst.CSTNode) and result.deep_equals(original):
+            return original   # rebuilt with nothing changed: the original node, with its position
+        return result
 
 
 class PathScan(cst.CSTVisitor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import bound_name, dotted
+from msmigrate.names import PathScan, PathTransformer, bound_name, dotted
 
 ACCELERATOR = "accelerate.Accelerator"
 # Accelerator(...) arguments that do not change what a single-process program computes
@@ -32,7 +32,7 @@ CONSTANTS = {"is_main_process": "True", "is_local_main_process": "True", "is_las
              "use_distributed": "False"}
 
 
-class AcceleratePass(cst.CSTTransformer):
+class AcceleratePass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return "accelerate" in source and "Accelerator" in source
@@ -46,12 +46,18 @@ class AcceleratePass(cst.CSTTransformer):
         self.accelerators: set[str] = set()   # names holding an Accelerator this pass rewrites
         self.kept: set[str] = set()           # ... and those it leaves (marked)
         self.left: set[str] = set()           # rewritten accelerators still used some other way
+        self._find_accelerators(ctx.module)
+        # only the way to the accelerators' names is rebuilt (a rebuilt statement loses its position)
+        names = self.accelerators | self.kept
+        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Name) and node.value in names)
+        ctx.module.visit(scan)
+        self.path = scan.path
 
     # the Accelerator objects -----------------------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
+    def _find_accelerators(self, module: cst.Module) -> None:
         if not self.classes:
             return
-        for stmt in _statements(node):
+        for stmt in _statements(module):
             target, call = _assigned_call(stmt)
             if target is None or dotted(call.func) not in self.classes:
                 continue
@@ -127,13 +133,19 @@ class AcceleratePass(cst.CSTTransformer):
         still = _names_used(updated, self.accelerators) & self.accelerators
         # the Accelerator itself goes when nothing uses it any more (its import with it)
         done = self.accelerators - still
-        return updated.visit(_DropDefinitions(done, self.classes if not (still | self.kept) else set()))
+        return updated.visit(_DropDefinitions(updated, done, self.classes if not (still | self.kept) else set()))
 
 
-class _DropDefinitions(cst.CSTTransformer):
-    def __init__(self, names: set[str], classes: set[str]) -> None:
+class _DropDefinitions(PathTransformer):
+    def __init__(self, module: cst.Module, names: set[str], classes: set[str]) -> None:
         super().__init__()
         self.names, self.classes = names, classes
+        scan = PathScan(lambda node, ancestors: isinstance(node, cst.SimpleStatementLine) and any(
+            _assigned_call(small)[0] in names or
+            (isinstance(small, cst.ImportFrom) and classes and dotted(small.module or cst.Name("_")) == "accelerate")
+            for small in node.body))
+        module.visit(scan)
+        self.path = scan.path
 
     def leave_SimpleStatementLine(self, original, updated):
         body = []

@@ -205,7 +205,9 @@ class AfterBackward:
                 out.append(stmt.with_changes(items=[item.visit(_Reads(self.grads)) for item in stmt.items],
                                              body=stmt.body.with_changes(body=body or [self.parse("pass")])))
                 continue
-            out.append(self._statement(stmt, no_grad))
+            new = self._statement(stmt, no_grad)
+            # a statement that reads no gradient stays the original node, with its position
+            out.append(stmt if new.deep_equals(stmt) else new)
         return out
 
     # ---- statements ------------------------------------------------------------------

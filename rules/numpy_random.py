@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import resolve
+from msmigrate.names import PathScan, PathTransformer, resolve
 
 _NOT_DRAWS = {"seed", "RandomState", "default_rng", "Generator", "get_state", "set_state", "SeedSequence",
               "PCG64", "MT19937", "Philox", "SFC64", "BitGenerator"}
@@ -20,7 +20,7 @@ MESSAGE = ("numpy.random.seed: MindSpore's weight initialisers draw their seeds 
            "rng.uniform(...)) to get torch's numbers")
 
 
-class NumpyRandomPass(cst.CSTTransformer):
+class NumpyRandomPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
         return "random.seed(" in source
@@ -32,6 +32,10 @@ class NumpyRandomPass(cst.CSTTransformer):
         scan = _Scan(self._kind)
         ctx.module.visit(scan)
         self.seeds = scan.seeds if scan.draws_after_network else []
+        seeds = {id(s) for s in self.seeds}
+        path = PathScan(lambda node, ancestors: id(node) in seeds)   # only the way to them is rebuilt
+        ctx.module.visit(path)
+        self.path = path.path
 
     def _kind(self, call: cst.Call) -> str | None:
         q = resolve(call.func, self.imports) or ""

@@ -154,3 +154,22 @@ def test_numpy_keyword_names_of_torch_calls_become_torchs_and_numpy_calls_keep_t
     out = convert_source(code, "m.py").code
     assert "X.std(axis=0, keepdims=True)" in out
     assert "ops.cumprod(a, dim=0)" in out and "a.mean(dim=0, keepdim=True)" in out
+
+
+@pytest.mark.parametrize("trigger", [
+    "import random\nimport numpy as np\nrandom.seed(0)\nnp.random.seed(0)\nnet = torch.nn.Linear(2, 2)\nz = np.random.rand(3)\n",
+    "from sklearn.model_selection import train_test_split\na, b = train_test_split(torch.ones(4, 2), test_size=0.5)\n",
+    "from accelerate import Accelerator\naccelerator = Accelerator()\ndevice = accelerator.device\n",
+    "w = torch.ones(3)\nfor i in range(2):\n    w.requires_grad_(True)\n    (w * w).sum().backward()\n"
+    "    with torch.no_grad():\n        w = w - 0.1 * w.grad\nv = torch.ones(2, 2)\nv.requires_grad_()\n"
+    "s = (v * 3).sum()\ns.backward()\nprint(v.grad)\nnet2 = torch.nn.Linear(2, 2)\n"
+    "for p in net2.parameters():\n    p.requires_grad_()\n",
+])
+def test_a_structural_pass_leaves_other_statements_their_lines(trigger):
+    """A pass that rebuilt every statement of a file that merely mentions what it rewrites
+    (`random.seed(`, `sklearn`, an Accelerator, statements after a top-level backward pass)
+    left the table pass's diagnostics elsewhere in the file at 1:1."""
+    source = "import numpy\nimport torch\n" + trigger + "x = torch.FloatTensor(numpy.ones((3, 2)))\n"
+    line = source.count("\n")
+    found = [d for d in convert_source(source, "f.py").diagnostics if "FloatTensor" in d.message]
+    assert [(d.line, d.col) for d in found] == [(line, 5)], convert_source(source, "f.py").diagnostics
