@@ -79,3 +79,20 @@ def test_gan_toggles_stay_in_step_order_and_a_backbone_unfrozen_later_is_left_fo
     assert any(d.code == "MSC102" and "requires_grad_" in d.message and d.line == 7 for d in result.diagnostics)
     frozen = convert_source("import torch\nnet = torch.nn.Linear(2, 2)\nnet.requires_grad_(False)\n", "f.py")
     assert not frozen.diagnostics and "msmigrate_requires_grad_(net, False)" in frozen.code
+
+
+def test_parameters_unfrozen_after_the_optimizer_was_built_are_marked():
+    """`p.requires_grad = True` over a backbone's parameters after the optimizer was built, in a
+    program with one backward pass: the converted optimizer holds only the parameters trainable
+    when it was built, so they would never train, silently: marked (the file stops). Frozen
+    before the optimizer, or an optimizer built again afterwards: converted."""
+    src = ("import torch\nimport torch.nn as nn\nnet = nn.Sequential(nn.Linear(2, 4), nn.Linear(4, 1))\n"
+           "for p in net[0].parameters():\n    p.requires_grad = False\n"
+           "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nfor epoch in range(3):\n    if epoch == 1:\n"
+           "        for name, p in net[0].named_parameters():\n            p.requires_grad = True\n"
+           "    opt.zero_grad()\n    net(torch.ones(3, 2)).sum().backward()\n    opt.step()\n")
+    result = convert_source(src, "u.py")
+    assert [(d.code, d.line) for d in result.diagnostics if d.code == "MSC102"] == [("MSC102", 10)]
+    rebuilt = src.replace("            p.requires_grad = True\n",
+                          "            p.requires_grad = True\n        opt = torch.optim.SGD(net.parameters(), lr=0.1)\n")
+    assert not [d for d in convert_source(rebuilt, "u.py").diagnostics if d.code == "MSC102"]
