@@ -701,7 +701,9 @@ class Rewriter(cst.CSTTransformer):
         # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
         self.plain_objects: set[str] = set()
         self.local_classes: dict[str, ApiRecord] = {}
-        self.argument_constructions: set[int] = set()   # ids of calls that are arguments of a program call
+        # ids of calls made as arguments of a program call or elements of a list (no name to set_train)
+        self.argument_constructions: set[int] = set()
+        self.named_elements: set[int] = set()   # ids of values a tuple assignment names
         self.inherited_constructors: set[str] = set()   # local classes built by a torch base's __init__
         for name, qualname in ctx.project.items():   # classes and factories from other files
             rec = table.lookup(qualname)
@@ -1067,6 +1069,21 @@ class Rewriter(cst.CSTTransformer):
             # (not a child given to a torch container) has no name its record's on_instantiate
             # could speak of
             self.argument_constructions.update(id(a.value) for a in node.args if isinstance(a.value, cst.Call))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `a, b = Net(), Net()`: each is named (on_instantiate speaks of the name)
+        if isinstance(node.value, (cst.Tuple, cst.List)) and \
+                any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+            self.named_elements.update(id(e.value) for e in node.value.elements)
+
+    def visit_Element(self, node: cst.Element) -> None:
+        # `nets = [Net(), Net()]`: networks made in a list, tuple or set (as in an argument)
+        if isinstance(node.value, cst.Call) and id(node.value) not in self.named_elements:
+            self.argument_constructions.add(id(node.value))
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        if isinstance(node.elt, cst.Call):   # `[Net() for _ in range(3)]`
+            self.argument_constructions.add(id(node.elt))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if _is_type_test(node):

@@ -547,7 +547,7 @@ print("values", " ".join(f"{v:.5f}" for v in out.sum(0).tolist()))
 def test_network_made_as_an_argument_starts_in_training_mode_like_torchs(tmp_path):
     """`run(Net(), x)` (jb-kd-mnist's `distill(Student(), Teacher(), ...)`): a torch module starts
     in training mode, a Cell in eval mode, and a network made as an argument has no name to call
-    set_train on: the construction becomes `Net().set_train(True)` (BatchNorm then normalises
+    set_train on (nor one made in a list): the construction becomes `Net().set_train(True)` (BatchNorm then normalises
     with the batch's statistics, as torch's; children made in __init__ are left as they are)."""
     src = tmp_path / "prog.py"
     src.write_text(NETWORK_AS_ARGUMENT)
@@ -561,3 +561,6 @@ def test_network_made_as_an_argument_starts_in_training_mode_like_torchs(tmp_pat
     assert all(o.returncode == 0 for o in outs), outs[1].stderr[-2000:]
     want, got = ([float(v) for v in o.stdout.split("values", 1)[1].split()] for o in outs)
     assert len(want) == len(got) == 3 and all(abs(a - b) <= 1e-4 * abs(a) + 1e-5 for a, b in zip(want, got)), (want, got)
+    listed = convert_source(NETWORK_AS_ARGUMENT.replace("out = run(Net(), x)", "nets = [Net() for _ in range(2)]\n"
+                                                           "a, b = Net(), Net()\nout = run(nets[0], x)"), "p.py").code
+    assert "nets = [Net().set_train(True) for _ in range(2)]" in listed and "a, b = Net(), Net()" in listed
