@@ -696,6 +696,8 @@ class Rewriter(cst.CSTTransformer):
         self.replace: dict[int, cst.CSTNode] = {}
         # original calls converted from a record with `fields` (a named-tuple result): id -> fields
         self.result_fields: dict[int, tuple[str, ...]] = {}
+        # per function scope: names an assignment binds to such a result (`m = torch.max(x, 1)`)
+        self.named_results: list[dict[str, tuple[str, ...]]] = [{}]
         self.call_records: dict[int, tuple[ApiRecord, str]] = {}
         self.instances: dict[str, ApiRecord] = {}
         # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
@@ -946,10 +948,12 @@ class Rewriter(cst.CSTTransformer):
             elif known is not None and param in self.instances and self.instances[param].instance_call:
                 shadowed[param] = self.instances.pop(param)
         self.param_instances.append(shadowed)
+        self.named_results.append({})
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         self.functions.pop()
+        self.named_results.pop()
         for param, before in self.param_instances.pop().items():
             if before is None:
                 self.instances.pop(param, None)
@@ -1200,7 +1204,8 @@ class Rewriter(cst.CSTTransformer):
     def leave_Attribute(self, original, updated):
         if id(original) in self.replace:
             return self.replace.pop(id(original))
-        fields = self.result_fields.get(id(original.value), ())
+        fields = self.result_fields.get(id(original.value), ()) or \
+            (self.named_results[-1].get(original.value.value, ()) if isinstance(original.value, cst.Name) else ())
         if original.attr.value in fields:   # `torch.sort(x).values`: MindSpore's tuple by position
             return cst.Subscript(value=updated.value, slice=[cst.SubscriptElement(
                 cst.Index(cst.Integer(str(fields.index(original.attr.value)))))])
@@ -1508,6 +1513,11 @@ class Rewriter(cst.CSTTransformer):
         return None
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        for t in original.targets:   # `m = torch.max(x, 1)` ... `m.values`: read by position
+            if isinstance(t.target, cst.Name):
+                fields = self.result_fields.get(id(original.value))
+                (self.named_results[-1].__setitem__(t.target.value, fields) if fields else
+                 self.named_results[-1].pop(t.target.value, None))
         made = original.value.func if isinstance(original.value, cst.Call) else None
         plain = made is not None and dotted(made) in self.ctx.plain_classes
         for t in original.targets:
