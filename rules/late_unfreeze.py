@@ -25,28 +25,18 @@ import re
 import libcst as cst
 
 from msmigrate.names import PathScan, PathTransformer
+from msmigrate.rules.tensor_aug_assign import loop_tensors
 
 _OPTIMIZER_MADE = re.compile(r"\boptim\.[A-Z]\w*\(")
-_ITERATORS = frozenset({"parameters", "named_parameters"})
 MESSAGE = ("requires_grad turning training back on after the optimizer was built: the converted optimizer "
            "holds only the parameters trainable when it was built (a MindSpore optimizer's are fixed then), "
            "so these would never train; build the optimizer after unfreezing (or a new one then), or convert "
            "by hand")
 
 
-def _parameter_names(loop: cst.For) -> set[str]:
-    """The names `for p in m.parameters()` / `for n, p in m.named_parameters()` binds to parameters."""
-    it = loop.iter
-    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _ITERATORS):
-        return set()
-    target = loop.target
-    if isinstance(target, (cst.Tuple, cst.List)) and target.elements:
-        target = target.elements[-1].value
-    return {target.value} if isinstance(target, cst.Name) else set()
-
-
 def _unfreezes(node, ancestors) -> bool:
-    """`p.requires_grad = <anything but False>` with p a loop's parameter."""
+    """`p.requires_grad = <anything but False>` with p a loop's tensor of a network
+    (`for p in m.parameters()`, `for n, p in m.named_parameters()`)."""
     if not (isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Assign)):
         return False
     assign = node.body[0]
@@ -56,7 +46,7 @@ def _unfreezes(node, ancestors) -> bool:
         return False
     if isinstance(assign.value, cst.Name) and assign.value.value == "False":
         return False
-    return any(target.value.value in _parameter_names(a) for a in ancestors if isinstance(a, cst.For))
+    return any(target.value.value in loop_tensors(a.target, a.iter) for a in ancestors if isinstance(a, cst.For))
 
 
 class LateUnfreezePass(PathTransformer):

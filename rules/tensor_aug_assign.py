@@ -22,12 +22,12 @@ def _is_table(node) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _TABLES
 
 
-def _loop_tensors(target, iterable) -> list[str]:
+def loop_tensors(target, iterable) -> list[str]:
     """The names `for TARGET in ITERABLE` binds to a network's tensors."""
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "zip" \
             and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(iterable.args):
         return [n for el, arg in zip(target.elements, iterable.args)
-                for n in _loop_tensors(el.value, arg.value)]
+                for n in loop_tensors(el.value, arg.value)]
     if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
         return []
     method, owner = iterable.func.attr.value, iterable.func.value
@@ -45,7 +45,7 @@ def _rewritten(node, ancestors) -> bool:
     """An operator assignment to a name an enclosing loop binds to a network's tensor."""
     if not (isinstance(node, cst.AugAssign) and type(node.operator) in _METHODS and isinstance(node.target, cst.Name)):
         return False
-    return any(node.target.value in _loop_tensors(a.target, a.iter) for a in ancestors if isinstance(a, cst.For))
+    return any(node.target.value in loop_tensors(a.target, a.iter) for a in ancestors if isinstance(a, cst.For))
 
 
 class TensorAugAssignPass(PathTransformer):
