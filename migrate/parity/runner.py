@@ -970,6 +970,8 @@ def run_mindspore(rec: Record, script: str) -> None:
             if tb is None:
                 replay["mismatch"].append(step)
                 return args
+        # (an argument that is no value of the batch, e.g. noise drawn for it, stays as it is)
+        tb = [a.asnumpy() if t is None else t for a, t in zip(pos, tb)]
         if all(np.array_equal(a.asnumpy().astype(np.float64), t.astype(np.float64)) for a, t in zip(pos, tb)):
             replay["same"] += 1
             return args
@@ -979,9 +981,10 @@ def run_mindspore(rec: Record, script: str) -> None:
         return tuple(ms.Tensor(next(it)).astype(a.dtype) if is_batch(a) else a for a in args)
 
     def reshaped_batch(pos, tb):
-        """torch's batch as the step's arguments, when each is a reshape of a value of the batch
+        """torch's batch as the step's arguments, where one is a reshape of a value of the batch
         the pipeline yielded last (`b_x = x.view(-1, 28 * 28)`; the same value may feed two): the
-        torch value of the same place, reshaped alike. None when one is not."""
+        torch value of the same place, reshaped alike; None for an argument that is not (noise
+        drawn for the batch: its draws are replayed on their own). None when none is."""
         drawn = st.get("pipeline_batch") or []
         if len(drawn) != len(tb) or any(d.shape != t.shape for d, t in zip(drawn, tb)):
             return None
@@ -990,10 +993,8 @@ def run_mindspore(rec: Record, script: str) -> None:
             flat = a.asnumpy().reshape(-1).astype(np.float64)
             j = next((j for j, d in enumerate(drawn) if d.size == flat.size
                       and np.array_equal(d.reshape(-1).astype(np.float64), flat)), None)
-            if j is None:
-                return None
-            out.append(tb[j].reshape(tuple(a.shape)))
-        return out
+            out.append(None if j is None else tb[j].reshape(tuple(a.shape)))
+        return out if any(t is not None for t in out) else None
 
     class _NoStep:
         """Stands in for an optimizer during the dry run: calling it updates nothing (calling
