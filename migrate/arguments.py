@@ -193,6 +193,8 @@ class _Analysis:
 
     def value(self, expr, scope: _Scope, depth: int) -> str | None:
         """The torch API whose object `expr` (evaluated in `scope`) is, else None."""
+        if depth > _MAX_DEPTH:   # (`x = keep(x)` of a function returning its argument: a cycle)
+            return None
         if isinstance(expr, ast.Call):
             while isinstance(expr.func, ast.Attribute) and expr.func.attr in self.returns_self \
                     and isinstance(expr.func.value, ast.Call):
@@ -227,12 +229,15 @@ class _Analysis:
 
 
 def _returns(node):
-    """The return statements of a function (not of functions or classes nested in it)."""
-    for child in ast.iter_child_nodes(node):
+    """The return statements of a function (not of functions or classes nested in it); walked
+    with a stack (a long expression nests deeper than Python's recursion limit)."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        child = todo.pop()
         if isinstance(child, ast.Return):
             yield child
-        elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            yield from _returns(child)
+        elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.expr)):
+            todo.extend(ast.iter_child_nodes(child))
 
 
 def _owner(scope: _Scope | None, name: str) -> _Scope | None:

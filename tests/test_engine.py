@@ -173,3 +173,11 @@ def test_a_structural_pass_leaves_other_statements_their_lines(trigger):
     line = source.count("\n")
     found = [d for d in convert_source(source, "f.py").diagnostics if "FloatTensor" in d.message]
     assert [(d.line, d.col) for d in found] == [(line, 5)], convert_source(source, "f.py").diagnostics
+
+
+def test_a_function_returning_its_argument_rebound_in_a_cycle_converts():
+    """`node = keep(node)` with `def keep(n): return n` (torch's own partitioners.py): following
+    what a call passes through went round the cycle until Python's recursion limit."""
+    source = ("import torch\n\n\ndef keep(n):\n    return n\n\n\ndef use(m):\n    return m\n\n\ndef run():\n"
+              "    module = torch.nn.Linear(2, 2)\n    module = keep(module)\n    use(module)\n\n\nrun()\n")
+    assert "nn.Dense(2, 2)" in convert_source(source, "f.py").code
