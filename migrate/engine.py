@@ -459,6 +459,7 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
         unbound.extend(positional)
     else:
         unbound.extend(positional[i:])
+    known = {p.lstrip("*") for p in record.args}
     for k, a in enumerate(args):
         if a.star or (a.keyword is None and k > first_star):
             unbound.append(a)
@@ -470,7 +471,6 @@ def _bind(record: ApiRecord, args) -> tuple[dict[str, cst.Arg], list[cst.Arg]]:
                     and not pos_params[0].startswith("*") and pos_params[0] not in bound \
                     and not record.is_method:
                 name = pos_params[0]
-            known = {p.lstrip("*") for p in record.args}
             alias = _NUMPY_NAMES.get(name)
             if alias is not None and name not in known and alias in known and alias not in bound:
                 # torch's argument parser takes NumPy's names too: sum(x, axis=1, keepdims=True)
@@ -1513,11 +1513,13 @@ class Rewriter(cst.CSTTransformer):
         return None
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
-        for t in original.targets:   # `m = torch.max(x, 1)` ... `m.values`: read by position
+        fields = self.result_fields.get(id(original.value))   # `m = torch.max(x, 1)` ... `m.values`
+        for t in original.targets:
             if isinstance(t.target, cst.Name):
-                fields = self.result_fields.get(id(original.value))
-                (self.named_results[-1].__setitem__(t.target.value, fields) if fields else
-                 self.named_results[-1].pop(t.target.value, None))
+                if fields:
+                    self.named_results[-1][t.target.value] = fields
+                else:
+                    self.named_results[-1].pop(t.target.value, None)
         made = original.value.func if isinstance(original.value, cst.Call) else None
         plain = made is not None and dotted(made) in self.ctx.plain_classes
         for t in original.targets:

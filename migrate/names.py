@@ -108,6 +108,14 @@ class PathTransformer(cst.CSTTransformer):
 
     path: set[int] = frozenset()
 
+    def follow(self, module: cst.Module, wanted) -> set[int]:
+        """Scan `module` for the nodes `wanted(node, ancestors)` accepts (PathScan): the way to
+        them becomes this pass's path; their ids are returned."""
+        scan = PathScan(wanted)
+        module.visit(scan)
+        self.path = scan.path
+        return scan.targets
+
     def on_visit(self, node) -> bool:
         return id(node) in self.path and super().on_visit(node)
 
@@ -119,6 +127,13 @@ class PathTransformer(cst.CSTTransformer):
                 isinstance(result, cst.CSTNode) and result.deep_equals(original):
             return original   # rebuilt with nothing changed: the original node, with its position
         return result
+
+
+def walk(node):
+    """`node` and every node below it, depth first."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
 
 
 class PathScan(cst.CSTVisitor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer, bound_name, dotted
+from msmigrate.names import PathTransformer, bound_name, dotted
 
 ACCELERATOR = "accelerate.Accelerator"
 # Accelerator(...) arguments that do not change what a single-process program computes
@@ -49,9 +49,7 @@ class AcceleratePass(PathTransformer):
         self._find_accelerators(ctx.module)
         # only the way to the accelerators' names is rebuilt (a rebuilt statement loses its position)
         names = self.accelerators | self.kept
-        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Name) and node.value in names)
-        ctx.module.visit(scan)
-        self.path = scan.path
+        self.follow(ctx.module, lambda node, ancestors: isinstance(node, cst.Name) and node.value in names)
 
     # the Accelerator objects -----------------------------------------------------------
     def _find_accelerators(self, module: cst.Module) -> None:
@@ -140,12 +138,10 @@ class _DropDefinitions(PathTransformer):
     def __init__(self, module: cst.Module, names: set[str], classes: set[str]) -> None:
         super().__init__()
         self.names, self.classes = names, classes
-        scan = PathScan(lambda node, ancestors: isinstance(node, cst.SimpleStatementLine) and any(
+        self.follow(module, lambda node, ancestors: isinstance(node, cst.SimpleStatementLine) and any(
             _assigned_call(small)[0] in names or
             (isinstance(small, cst.ImportFrom) and classes and dotted(small.module or cst.Name("_")) == "accelerate")
             for small in node.body))
-        module.visit(scan)
-        self.path = scan.path
 
     def leave_SimpleStatementLine(self, original, updated):
         body = []

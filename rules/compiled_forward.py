@@ -21,7 +21,7 @@ import re
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer, dotted, resolve
+from msmigrate.names import PathTransformer, dotted, resolve
 from msmigrate.rules.training_loop import NO_GRAD, ModuleInstances, network_parameters
 from msmigrate.rules.transforms.common import generated_text
 
@@ -47,9 +47,8 @@ class CompiledForwardPass(PathTransformer):
         self.parameters = self._network_parameters(instances.classes)
         self.differentiating = self._differentiating_functions()
         self.callers: dict[str, list] = {}   # function name -> ancestor chains of its calls
-        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Call) and self.compiles(node, ancestors))
-        ctx.module.visit(scan)
-        self.targets, self.path = scan.targets, scan.path
+        self.targets = self.follow(ctx.module, lambda node, ancestors: isinstance(node, cst.Call) and
+                                   self.compiles(node, ancestors))
         self.helper = generated_text(ctx.plan, "compiled", "msmigrate_forward") if self.targets else None
 
     @staticmethod

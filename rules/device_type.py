@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, PathScan, PathTransformer, dotted, resolve
+from msmigrate.names import Bindings, PathTransformer, dotted, resolve
 
 DEVICE = "torch.device"
 CURRENT_ACCELERATOR = "torch.accelerator.current_accelerator"
@@ -31,9 +31,7 @@ class DeviceTypePass(PathTransformer):
         self.device_names = bindings.only_chosen
         # only the nodes on the way to a rewritten `.type` are visited (libcst rebuilds every
         # visited node, and a rebuilt statement loses its original position)
-        scan = PathScan(lambda node, ancestors: self._target(node) is not None)
-        ctx.module.visit(scan)
-        self.path = scan.path
+        self.follow(ctx.module, lambda node, ancestors: self._target(node) is not None)
 
     def _target(self, node) -> str | None:
         """The API whose result's `.type` `node` reads, when this pass rewrites it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import Bindings, PathScan, PathTransformer, dotted, resolve
+from msmigrate.names import Bindings, PathTransformer, dotted, resolve
 
 CATS = {"torch.cat", "torch.concat", "torch.concatenate"}
 _LEGACY_TYPES = {"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
@@ -28,9 +28,7 @@ class EmptyCatPass(PathTransformer):
         bindings = Bindings(self._is_placeholder)
         ctx.module.visit(bindings)
         self.placeholders = bindings.chosen   # bound to one at least once (then grown by cat)
-        scan = PathScan(lambda node, ancestors: self.target(node))
-        ctx.module.visit(scan)
-        self.targets, self.path = scan.targets, scan.path
+        self.targets = self.follow(ctx.module, lambda node, ancestors: self.target(node))
 
     def _is_placeholder(self, value) -> bool:
         if not isinstance(value, cst.Call):

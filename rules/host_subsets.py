@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer, resolve
+from msmigrate.names import PathTransformer, resolve
 from msmigrate.rules.transforms.common import generated_text
 
 # function -> pieces it returns per array given (train_test_split: train and test)
@@ -28,10 +28,8 @@ class HostSubsetsPass(PathTransformer):
         self.ctx = ctx
         self.imports = dict(ctx.names.imports)
         self.helper = None
-        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Call) and
-                        (resolve(node.func, self.imports) or "") in SUBSETTING)   # only the way to them is rebuilt
-        ctx.module.visit(scan)
-        self.path = scan.path
+        self.follow(ctx.module, lambda node, ancestors: isinstance(node, cst.Call) and
+                    (resolve(node.func, self.imports) or "") in SUBSETTING)   # only the way to them is rebuilt
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         pieces = SUBSETTING.get(resolve(original.func, self.imports) or "")

@@ -24,7 +24,7 @@ import re
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer
+from msmigrate.names import PathTransformer
 from msmigrate.rules.tensor_aug_assign import loop_tensors
 
 _OPTIMIZER_MADE = re.compile(r"\boptim\.[A-Z]\w*\(")
@@ -60,9 +60,7 @@ class LateUnfreezePass(PathTransformer):
         self.ctx = ctx
         # the lines where optimizers are built
         self.made = [ctx.source.count("\n", 0, m.start()) + 1 for m in _OPTIMIZER_MADE.finditer(ctx.source)]
-        scan = PathScan(_unfreezes)
-        ctx.module.visit(scan)
-        self.path, self.targets = scan.path, scan.targets
+        self.targets = self.follow(ctx.module, _unfreezes)
 
     def leave_SimpleStatementLine(self, original, updated):
         if id(original) not in self.targets:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer, resolve
+from msmigrate.names import PathTransformer, resolve
 
 _NOT_DRAWS = {"seed", "RandomState", "default_rng", "Generator", "get_state", "set_state", "SeedSequence",
               "PCG64", "MT19937", "Philox", "SFC64", "BitGenerator"}
@@ -33,9 +33,7 @@ class NumpyRandomPass(PathTransformer):
         ctx.module.visit(scan)
         self.seeds = scan.seeds if scan.draws_after_network else []
         seeds = {id(s) for s in self.seeds}
-        path = PathScan(lambda node, ancestors: id(node) in seeds)   # only the way to them is rebuilt
-        ctx.module.visit(path)
-        self.path = path.path
+        self.follow(ctx.module, lambda node, ancestors: id(node) in seeds)   # only the way to them is rebuilt
 
     def _kind(self, call: cst.Call) -> str | None:
         q = resolve(call.func, self.imports) or ""

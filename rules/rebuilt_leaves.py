@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer, bound_name, dotted, resolve
-
-_NO_GRAD = ("torch.no_grad", "torch.inference_mode")
-
+from msmigrate.names import PathTransformer, bound_name, dotted, resolve, walk
+from msmigrate.rules.training_loop import NO_GRAD
 
 def _requires_grad_stmt(stmt) -> str | None:
     """`x.requires_grad_()` / `x.requires_grad_(True)` as a statement: x."""
@@ -58,19 +56,13 @@ def _rebinding(stmt, name: str) -> cst.BaseExpression | None:
             and not value.args:
         value = value.func.value
     reads_grad = any(isinstance(n, cst.Attribute) and n.attr.value == "grad" and dotted(n.value) == name
-                     for n in _walk(value))
+                     for n in walk(value))
     return value if reads_grad else None
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _backward(stmt) -> bool:
     return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward"
-               for n in _walk(stmt))
+               for n in walk(stmt))
 
 
 def _kept(body: list, name: str, allowed: set[int]) -> bool:
@@ -78,7 +70,7 @@ def _kept(body: list, name: str, allowed: set[int]) -> bool:
     tensor itself somewhere (another name, a container, an append): the old tensor would then
     change with the in-place update."""
     for stmt in body:
-        for n in _walk(stmt):
+        for n in walk(stmt):
             if id(n) in allowed:
                 continue
             if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
@@ -98,7 +90,7 @@ def _kept(body: list, name: str, allowed: set[int]) -> bool:
                     any(isinstance(a.value, cst.Name) and a.value.value == name for a in n.args):
                 return True
             if isinstance(n, (cst.For, cst.CompFor)) and any(isinstance(t, cst.Name) and t.value == name
-                                                              for t in _walk(n.target)):
+                                                              for t in walk(n.target)):
                 return True
     return False
 
@@ -125,9 +117,7 @@ class RebuiltLeavesPass(PathTransformer):
 
         ctx.module.visit(Loops())
         wanted = set(self.plans) | {i for plan in self.plans.values() for i in plan[1:3]}
-        scan = PathScan(lambda node, ancestors: id(node) in wanted)   # only the way to them is rebuilt
-        ctx.module.visit(scan)
-        self.path = scan.path
+        self.follow(ctx.module, lambda node, ancestors: id(node) in wanted)   # only the way to them is rebuilt
 
     def _add(self, loop) -> None:
         plan = self._plan(loop)
@@ -136,7 +126,7 @@ class RebuiltLeavesPass(PathTransformer):
 
     def _no_grad(self, stmt) -> bool:
         return isinstance(stmt, cst.With) and all(
-            resolve(i.item.func if isinstance(i.item, cst.Call) else i.item, self.imports) in _NO_GRAD
+            resolve(i.item.func if isinstance(i.item, cst.Call) else i.item, self.imports) in NO_GRAD
             for i in stmt.items)
 
     def _plan(self, loop):
@@ -153,7 +143,7 @@ class RebuiltLeavesPass(PathTransformer):
                 inner = list(s.body.body) if self._no_grad(s) and isinstance(s.body, cst.IndentedBlock) else [s]
                 for t in inner:
                     if _rebinding(t, name) is not None and (t is not s or self.torch):
-                        allowed = {id(stmt), id(t), *(id(n) for n in _walk(t))}
+                        allowed = {id(stmt), id(t), *(id(n) for n in walk(t))}
                         if _kept(body, name, allowed):
                             return None
                         return name, id(stmt), id(t), t is s

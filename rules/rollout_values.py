@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from msmigrate.dataflow import backward_slice, effects, reads, writes
-from msmigrate.names import PathScan, PathTransformer, dotted, fresh_name
+from msmigrate.names import PathTransformer, dotted, fresh_name
 from msmigrate.rules.transforms.common import generated_text
 
 _FILLS = {"append", "insert", "extend", "appendleft"}
@@ -304,9 +304,7 @@ class RolloutValuesPass(PathTransformer):
                 self.plans[id(source.stmt)] = plan
                 containers |= filled
         if self.plans:
-            scan = PathScan(lambda node, ancestors: id(node) in self.plans or id(node) in self.after)
-            ctx.module.visit(scan)
-            self.path = scan.path
+            self.follow(ctx.module, lambda node, ancestors: id(node) in self.plans or id(node) in self.after)
             ctx.recomputed = containers
             generated_text(ctx.plan, "rollout", "msmigrate_Recompute", "msmigrate_recomputed")
         self.dropout = bool(self.plans) and "ropout" in ctx.source

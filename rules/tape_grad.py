@@ -21,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.dataflow import reads, writes
-from msmigrate.names import PathScan, PathTransformer, fresh_name, resolve
+from msmigrate.names import PathTransformer, fresh_name, resolve
 
 GRAD = "torch.autograd.grad"
 _ARGS = ("outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs", "allow_unused",
@@ -41,10 +41,9 @@ class TapeGradPass(PathTransformer):
         self.imports = dict(ctx.names.imports)
         self.torch = next((name for name, q in self.imports.items() if q == "torch"), None)
         self.taken = set(ctx.names.taken) | set(self.imports)
-        scan = PathScan(lambda node, ancestors: isinstance(node, cst.Call)
-                        and resolve(node.func, self.imports) == GRAD)
-        ctx.module.visit(scan)
-        self.path = scan.path   # only blocks holding a grad call are visited (and rebuilt)
+        # only blocks holding a grad call are visited (and rebuilt)
+        self.follow(ctx.module, lambda node, ancestors: isinstance(node, cst.Call)
+                    and resolve(node.func, self.imports) == GRAD)
 
     def leave_Module(self, original, updated):
         body = self._block(list(updated.body))

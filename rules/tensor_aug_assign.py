@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathScan, PathTransformer
+from msmigrate.names import PathTransformer
 
 _METHODS = {cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_"}
 _TENSORS = frozenset({"parameters", "buffers", "values"})          # yield the tensors themselves
@@ -56,9 +56,7 @@ class TensorAugAssignPass(PathTransformer):
 
     def __init__(self, ctx) -> None:
         super().__init__()
-        scan = PathScan(_rewritten)   # only the way to the rewritten statements is rebuilt
-        ctx.module.visit(scan)
-        self.path, self.targets = scan.path, scan.targets
+        self.targets = self.follow(ctx.module, _rewritten)   # only the way to the rewritten statements is rebuilt
 
     def leave_AugAssign(self, original, updated):
         if id(original) not in self.targets:

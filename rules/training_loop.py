@@ -33,7 +33,7 @@ import libcst as cst
 from msmigrate.arguments import argument_objects
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
-                             is_statement_type, params_of, resolve)
+                             is_statement_type, params_of, resolve, walk)
 from msmigrate.rules import PLAIN_DECORATORS
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
@@ -189,8 +189,8 @@ class _ParameterHolders(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         roots = self._roots(node.value)
-        if roots or any(isinstance(n, cst.Name) and n.value in self.by_name for n in _walk(node.value)):
-            names_ = {n.value for n in _walk(node.value) if isinstance(n, cst.Name)}
+        if roots or any(isinstance(n, cst.Name) and n.value in self.by_name for n in walk(node.value)):
+            names_ = {n.value for n in walk(node.value) if isinstance(n, cst.Name)}
             for name in names_ & set(self.by_name):
                 roots |= self.by_name[name]
             for t in node.targets:
@@ -203,7 +203,7 @@ class _ParameterHolders(cst.CSTVisitor):
     @staticmethod
     def _roots(expr) -> set[str]:
         out = set()
-        for n in _walk(expr):
+        for n in walk(expr):
             if not isinstance(n, cst.Call):
                 continue
             if isinstance(n.func, cst.Attribute) and n.func.attr.value in PARAMETER_METHODS:
@@ -333,12 +333,6 @@ def _jumps(stmts: list) -> bool:
     return any(leaves(s) for s in stmts)
 
 
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
-
-
 def _only_sets_requires_grad(stmts, functions, local=False) -> bool:
     """Whether these statements do nothing but set requires_grad on parameters or networks
     (`p.requires_grad = flag` in loops and ifs, `net.requires_grad_(flag)`, or a call of a
@@ -359,7 +353,7 @@ def _only_sets_requires_grad(stmts, functions, local=False) -> bool:
                 continue
             if local and isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets) \
                     and not any(isinstance(n, cst.Call) and not (isinstance(n.func, cst.Name) and n.func.value in _BUILTINS)
-                                for n in _walk(small.value)):
+                                for n in walk(small.value)):
                 continue   # `nets = [nets]` in the function
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
                 continue   # a docstring
@@ -398,7 +392,7 @@ class _CallableBindings(TargetBindings):
             for t, v in zip(target.elements, value.elements):
                 self._bind(t.value, v.value)
         else:
-            for n in _walk(target):
+            for n in walk(target):
                 if isinstance(n, cst.Name):
                     self.values.setdefault(n.value, []).append(None)
 
@@ -443,10 +437,10 @@ class _ReadRecomputed(cst.CSTTransformer):
             self.skip.add(id(node.keyword))
 
     def visit_For(self, node) -> None:
-        self.skip.update(id(n) for n in _walk(node.target))
+        self.skip.update(id(n) for n in walk(node.target))
 
     def visit_CompFor(self, node) -> None:
-        self.skip.update(id(n) for n in _walk(node.target))
+        self.skip.update(id(n) for n in walk(node.target))
 
     def visit_AssignTarget(self, node) -> bool:
         return False
@@ -552,7 +546,7 @@ class TrainingLoopPass(PathTransformer):
             return self._data_method_memo[id(cls)]
         methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
         torch_attrs = set()
-        for n in _walk(cls):
+        for n in walk(cls):
             if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call):
                 q = self._q(n.value.func)
                 if q.startswith("torch.") or (dotted(n.value.func) or "") in self.ctx.names.classes:
@@ -561,7 +555,7 @@ class TrainingLoopPass(PathTransformer):
 
         def uses(fn) -> tuple[set[str], bool]:
             attrs, calls_self = set(), False
-            for n in _walk(fn.body):
+            for n in walk(fn.body):
                 if isinstance(n, cst.Attribute) and dotted(n.value) == "self":
                     attrs.add(n.attr.value)
                 elif isinstance(n, cst.Call) and dotted(n.func) == "self":
@@ -780,7 +774,7 @@ class TrainingLoopPass(PathTransformer):
         code = self.module.code
         if re.search(rf"\b{re.escape(name)}\.(grad|requires_grad)\b", code) or "autograd.grad" in code:
             return True
-        for n in _walk(self.module):
+        for n in walk(self.module):
             if isinstance(n, cst.Call) and self._q(n.func).startswith(OPTIMIZER_PREFIX) and \
                     any(name in reads(a.value) for a in n.args):
                 return True
@@ -791,7 +785,7 @@ class TrainingLoopPass(PathTransformer):
         this file that names one."""
         if not leaves:
             return False
-        for n in _walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, cst.Name) and n.value in leaves - {"self"}:
                 return True
             if isinstance(n, cst.Attribute) and n.attr.value in leaves and dotted(n.value) == "self":
@@ -799,7 +793,7 @@ class TrainingLoopPass(PathTransformer):
             if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
                 fn = self._functions().get(n.func.value)
                 if fn is not None and any(isinstance(m, cst.Name) and m.value in leaves - {"self"}
-                                          for m in _walk(fn.body)):
+                                          for m in walk(fn.body)):
                     return True
         return False
 
@@ -886,7 +880,7 @@ class TrainingLoopPass(PathTransformer):
         """Whether a statement calls what a compiled step could only run once, at compile time:
         a function of this file or one the file binds (a lambda, a closure), a data method of
         the class, NumPy or `random`."""
-        for n in _walk(stmt):
+        for n in walk(stmt):
             if not isinstance(n, cst.Call):
                 continue
             func = n.func
@@ -936,7 +930,7 @@ class TrainingLoopPass(PathTransformer):
         return out
 
     def _draws_random(self, stmt) -> bool:
-        for n in _walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, cst.Call):
                 q = self._q(n.func)
                 leaf = q.rsplit(".", 1)[-1]
@@ -1306,8 +1300,8 @@ class TrainingLoopPass(PathTransformer):
         leaves = {h.rsplit(".", 1)[-1] for h in holders}
         if not leaves:
             return None
-        inside = {id(n) for s in slice_stmts for n in _walk(self.originals.get(id(s), s))}
-        inside |= {id(n) for s in slice_stmts for n in _walk(s)}
+        inside = {id(n) for s in slice_stmts for n in walk(self.originals.get(id(s), s))}
+        inside |= {id(n) for s in slice_stmts for n in walk(s)}
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = loop if loop is not None else self.funcs[-1]
         wanted = set(inputs)
@@ -1340,7 +1334,7 @@ class TrainingLoopPass(PathTransformer):
             return None
         if self._blocks_of is None:
             self._blocks_of = {}
-            for node in _walk(self.module):
+            for node in walk(self.module):
                 block = node.body if isinstance(node, (cst.Module, cst.IndentedBlock)) else None
                 if isinstance(block, (list, tuple)):
                     self._blocks_of.update((id(st), list(block)) for st in block)
@@ -1360,7 +1354,7 @@ class TrainingLoopPass(PathTransformer):
     def _bound_to_number(self, name: str) -> bool:
         """Whether the enclosing function (or module) binds `name` to a number literal."""
         scope = self.funcs[-1]
-        for n in _walk(scope):
+        for n in walk(scope):
             if isinstance(n, cst.Assign) and any(dotted(t.target) == name for t in n.targets):
                 value = n.value.expression if isinstance(n.value, cst.UnaryOperation) else n.value
                 if isinstance(value, (cst.Integer, cst.Float)):
@@ -1382,7 +1376,7 @@ class TrainingLoopPass(PathTransformer):
         stores = [*self._stores[key].items(), *((c, [None]) for c in sorted(self.ctx.recomputed))]
         if not stores:
             return None
-        inside = {id(n) for s in stmts for n in (*_walk(self.originals.get(id(s), s)), *_walk(s))}
+        inside = {id(n) for s in stmts for n in (*walk(self.originals.get(id(s), s)), *walk(s))}
         read = set().union(*(effects(self.originals.get(id(s), s)).read for s in stmts))
         for path, fills in stores:
             outside = [f for f in fills if id(f) not in inside]
@@ -1425,7 +1419,7 @@ class TrainingLoopPass(PathTransformer):
 
     @staticmethod
     def _calls_network(stmt, leaves: set[str]) -> bool:
-        for n in _walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, cst.Call) and dotted(n.func):
                 parts = dotted(n.func).split(".")
                 if parts[-1] == "forward" and len(parts) > 1:
@@ -1843,7 +1837,7 @@ class TrainingLoopPass(PathTransformer):
                         f"conversion does not follow: clear it after each update, or convert this step by hand")
             fresh = dict.fromkeys(order, True)
         elif isinstance(self.funcs[-1], cst.FunctionDef):
-            inside = {id(n) for n in _walk(self.funcs[-1])}
+            inside = {id(n) for n in walk(self.funcs[-1])}
             for t in order:
                 if not fresh[t] and not any(id(a) in inside for a in self._trainable_tensors()[t]):
                     return (f"{t}.grad adds up across calls of {self.funcs[-1].name.value}() (no "
@@ -1866,7 +1860,7 @@ class TrainingLoopPass(PathTransformer):
             return (f"backward({self._code(call.args[0].value)}...) with arguments on tensors trained by hand: "
                     f"convert this step by hand with ms.value_and_grad")
         loop = self.loops[-1][0] if self.loops[-1] else None
-        inside = {id(n) for n in _walk(loop)} if loop is not None else set()
+        inside = {id(n) for n in walk(loop)} if loop is not None else set()
         in_block = sum((grad_uses(s, tensors) for s in body), Counter())
         everywhere = grad_uses(self.module, tensors)
         for t in tensors:
@@ -2039,14 +2033,14 @@ class TrainingLoopPass(PathTransformer):
         seen.add(name)
         if self._bindings is None:
             found: dict[str, list] = {}
-            for n in _walk(self.module):
+            for n in walk(self.module):
                 pairs = []
                 if isinstance(n, cst.Assign):
                     pairs = [(t.target, n.value) for t in n.targets]
                 elif isinstance(n, (cst.For, cst.CompFor)):
                     pairs = [(n.target, n.iter)]
                 for target, value in pairs:
-                    for t in _walk(target):
+                    for t in walk(target):
                         if isinstance(t, cst.Name):
                             found.setdefault(t.value, []).append(value)
             self._bindings = found
@@ -2065,7 +2059,7 @@ class TrainingLoopPass(PathTransformer):
         if isinstance(value, (cst.List, cst.Tuple)):
             return any(isinstance(n, (cst.List, cst.ListComp)) or
                        (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "split")
-                       for n in _walk(value))
+                       for n in walk(value))
         return False
 
     def _generate_union(self, step, names, forward, loss_name, inputs, outputs, post):
@@ -2199,7 +2193,7 @@ class TrainingLoopPass(PathTransformer):
         """`Categorical(...)` where the step's statements build a torch.distributions object."""
         imports = self.ctx.names.imports
         for stmt in stmts:
-            for n in _walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, cst.Call):
                     name = dotted(n.func) or ""
                     head, _, rest = name.partition(".")
@@ -2222,7 +2216,7 @@ class TrainingLoopPass(PathTransformer):
             return out
 
         def host(node, seen: set) -> bool:
-            for n in _walk(node):
+            for n in walk(node):
                 if not isinstance(n, cst.Call):
                     continue
                 if isinstance(n.func, cst.Attribute) and n.func.attr.value in ("tolist", "numpy"):
@@ -2236,7 +2230,7 @@ class TrainingLoopPass(PathTransformer):
             return False
 
         for stmt in stmts:
-            for n in _walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and \
                         any(host(b, {n.func.value}) for b in bodies(n.func.value)):
                     return f"{n.func.value}()"
@@ -2250,7 +2244,7 @@ class TrainingLoopPass(PathTransformer):
         if not self._objects.names:
             return None
         for stmt in stmts:
-            for n in _walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
                         dotted(n.func.value) in self._objects.names:
                     return dotted(n.func.value)

@@ -359,32 +359,10 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     fn = _find_function(site.rw.module, cls_name) if isinstance(value.func, cst.Name) else None
     if fn is not None and not depth:
         # `DataLoader(get_dataset())`: what every return of the file's function makes
-        kinds = {_source_kind(site, r.value, depth + 1) if r.value is not None else ("map", None)
-                 for r in _returns_of(fn)}
+        kinds = {_source_kind(site, v, depth + 1) if v is not None else ("map", None) for v in _own_values(fn)}
         if len(kinds) == 1:
             return kinds.pop()
     return "map", None
-
-
-def _returns_of(fn: cst.FunctionDef) -> list[cst.Return]:
-    """The return statements of a function, not of the functions or classes nested in it."""
-    found = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_FunctionDef(self, node) -> bool:
-            return node is fn
-
-        def visit_ClassDef(self, node) -> bool:
-            return False
-
-        def visit_Lambda(self, node) -> bool:
-            return False
-
-        def visit_Return(self, node) -> None:
-            found.append(node)
-
-    fn.visit(Finder())
-    return found
 
 
 def _is_reader(rec) -> bool:
@@ -429,6 +407,7 @@ def data_loader(site):
         sampler = None
     kind, ncols = _source_kind(site, src)
     names = None   # a GeneratorDataset's column names (dict samples)
+    dict_rows = isinstance(ncols, tuple) and collate is None   # dict samples of visible keys
     if kind == "pipeline":
         pipeline = src
         name = dotted(src)
@@ -450,9 +429,8 @@ def data_loader(site):
             if shuffled is None:  # shuffle(buffer_size) rejects sizes below 2: no no-op form
                 pipeline = site.expr("({p} if {c} else {s})", p=pipeline, c=shuffle, s=src)
     else:
-        if isinstance(ncols, tuple) and collate is None:
-            # dict samples of visible keys: rows of their values in that order, batches read back as
-            # dicts (`batch["users"]`)
+        if dict_rows:
+            # rows of their values in the keys' order, batches read back as dicts (`batch["users"]`)
             keys = cst.parse_expression(repr(list(ncols)))
             src_rows = cst.Call(generated(site, generated_data.msmigrate_DictRows), [cst.Arg(src), cst.Arg(keys)])
             names, ncols = list(ncols), len(ncols)
@@ -466,7 +444,7 @@ def data_loader(site):
                                 f"assumed 2 (column_names=['data', 'label'])")
             ncols = 2
         columns = None if counted else cst.parse_expression(repr(names)) if names else _column_names(ncols)
-        args = [cst.Arg(src_rows if names and collate is None else src)] + \
+        args = [cst.Arg(src_rows if dict_rows else src)] + \
             ([] if counted else [kwarg("column_names", columns)])
         if sampler is not None:
             if not _converted_sampler(site, sampler):
@@ -489,7 +467,7 @@ def data_loader(site):
         if collate is not None:
             site.flag("MSC105", f"{site.qualname}: collate_fn={site.code(collate)} on single samples "
                                 f"(batch_size=None) has no MindSpore equivalent; argument dropped: apply it with .map")
-        return _keep_source(site, src, _dict_batches(site, names, pipeline) if names and collate is None
+        return _keep_source(site, src, _dict_batches(site, pipeline) if dict_rows
                             else _one_column(site, src, None, pipeline))
     batch_args = [cst.Arg(batch_size)]
     if site.has("drop_last"):
@@ -498,13 +476,14 @@ def data_loader(site):
         bare = _bare_samples(site, src)
         batch_args.extend(_per_batch_map(site, collate, 1 if bare else ncols if kind == "map" else 2, bare))
     batched = cst.Call(func=cst.Attribute(value=pipeline, attr=cst.Name("batch")), args=_commas(batch_args))
-    if names and collate is None:
-        return _keep_source(site, src, _dict_batches(site, names, batched))
+    if dict_rows:
+        return _keep_source(site, src, _dict_batches(site, batched))
     return _keep_source(site, src, _one_column(site, src, collate, batched))
 
 
-def _dict_batches(site, keys: list[str], loader):
-    """Batches of dict samples, read back as dicts of those keys (torch's collate)."""
+def _dict_batches(site, loader):
+    """Batches of dict samples, read back as dicts of their keys, the pipeline's column names
+    (torch's collate)."""
     return cst.Call(generated(site, generated_data.msmigrate_OneColumn, generated_data.msmigrate_DictBatches),
                     [cst.Arg(loader)])
 

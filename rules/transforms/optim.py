@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
-from msmigrate.names import dotted
+from msmigrate.names import dotted, walk
 from msmigrate.rules.generated import cells
 from msmigrate.rules.transforms.common import generated_text
 from msmigrate.rules.training_loop import _ParameterHolders, prefix_statement, prefixed_networks
@@ -60,19 +60,13 @@ def _prefix_networks(value: cst.BaseExpression, site) -> None:
         scan = site.rw._parameter_holders = _ParameterHolders()
         site.rw.module.visit(scan)
     holders = set(_ParameterHolders._roots(value))
-    for n in _walk(value):
+    for n in walk(value):
         if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in scan.by_name:
             holders |= scan.by_name[dotted(n)]
     if site.record.torch.endswith(".add_param_group") and site.receiver is not None:
         holders |= scan.by_name.get(dotted(site.receiver) or "", set())
     for h in prefixed_networks(sorted(holders)):
         site.before(prefix_statement(h))
-
-
-def _walk(node):
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
 def _assignment_code(site, name: str) -> str | None:
