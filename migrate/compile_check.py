@@ -17,7 +17,8 @@ _SHOWN_ONLY = ("MSG204",)
 # about code outside any graph that leaving the step uncompiled does not fix (MSG209: set_data
 # after a step is lost in PyNative too)
 _NOT_THE_STEP = ("MSG209",)
-_JIT_DECORATOR = re.compile(r"^([ \t]*)@(?:ms|mindspore)\.jit[ \t]*(?:#.*)?$")
+# (a file with CRLF line ends keeps them: `$` alone does not match before "\r\n")
+_JIT_DECORATOR = re.compile(r"^([ \t]*)@(?:ms|mindspore)\.jit[ \t]*(?:#[^\r\n]*)?\r?$")
 
 
 def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, list[Diagnostic]]:

@@ -13,9 +13,15 @@ torch's scalar outputs):
                                               g, = msmigrate_vjp(torch.ones_like(loss))
 
 The names the moved statements bind come back as the auxiliary values, so later code reads them
-as before. A structural pass on torch names, before the table pass (and before the training-loop
-pass, which leaves blocks with a backward pass to itself: a gradient taken inside a training
-step, such as a gradient penalty, is left as it was and stays marked)."""
+as before. A structural pass on torch names, before the table pass and before the training-loop
+pass. In a block with a backward pass (a training step) only `create_graph=True` gradients
+convert: a derivative with respect to the input that the loss is built from (a PINN's residual
+u_t + u*u_x - nu*u_xx, a second derivative taken of the first, a gradient penalty). MindSpore
+differentiates the vjp again, in the second grad call and in the step's gradient with respect
+to the weights; without create_graph torch's gradient is a constant there, and is left marked.
+A second derivative's function computes the first one (its own vjp), so the first vjp's
+function is not handed back as an auxiliary value. (MindSpore 2.10 does not compile such a
+step: lint MSG119 leaves it in PyNative, MSC109.)"""
 from __future__ import annotations
 
 import libcst as cst
@@ -41,6 +47,8 @@ class TapeGradPass(PathTransformer):
         self.imports = dict(ctx.names.imports)
         self.torch = next((name for name, q in self.imports.items() if q == "torch"), None)
         self.taken = set(ctx.names.taken) | set(self.imports)
+        self.vjps: set[str] = set()   # names this pass gave vjp functions and the functions they differentiate
+        self.fns: set[str] = set()
         # only blocks holding a grad call are visited (and rebuilt)
         self.follow(ctx.module, lambda node, ancestors: isinstance(node, cst.Call)
                     and resolve(node.func, self.imports) == GRAD)
@@ -57,11 +65,12 @@ class TapeGradPass(PathTransformer):
     def _block(self, body: list) -> list | None:
         """The block with its grad calls converted; None when none is (nodes left as they are
         keep their source positions)."""
-        if self.torch is None or any(_calls_method(s, "backward") for s in body):
+        if self.torch is None:
             return None
+        in_step = any(_calls_method(s, "backward") for s in body)
         k, changed = 0, False
         while k < len(body):
-            plan = self._plan(body, k)
+            plan = self._plan(body, k, in_step)
             if plan is None:
                 k += 1
                 continue
@@ -81,7 +90,7 @@ class TapeGradPass(PathTransformer):
             return value
         return None
 
-    def _plan(self, body: list, k: int):
+    def _plan(self, body: list, k: int, in_step: bool = False):
         call = self._grad_call(body[k])
         if call is None or any(a.star for a in call.args):
             return None
@@ -94,7 +103,13 @@ class TapeGradPass(PathTransformer):
         if "outputs" not in bound or "inputs" not in bound:
             return None
         code = cst.Module([]).code_for_node
-        if any(name in bound and code(bound[name]) not in ok for name, ok in _DEFAULTS.items()):
+        create_graph = "create_graph" in bound and code(bound["create_graph"]) == "True"
+        if in_step and not create_graph:
+            return None   # a constant in torch's graph: MindSpore's vjp would be differentiated
+        # allow_unused=True: torch's None for an input the outputs do not read; checked below
+        unused_ok = "allow_unused" in bound and code(bound["allow_unused"]) == "True"
+        if any(name in bound and code(bound[name]) not in ok and not (name == "create_graph" and create_graph)
+               and not (name == "allow_unused" and unused_ok) for name, ok in _DEFAULTS.items()):
             return None
         inputs = _names(bound["inputs"])
         outputs = bound["outputs"]
@@ -104,17 +119,37 @@ class TapeGradPass(PathTransformer):
         chosen = self._slice(body[:k], inputs, reads(outputs))
         if not chosen:
             return None
+        if unused_ok and not all(any(name in self._reads(body[i]) for i in chosen) for name in inputs):
+            return None   # an input the outputs may not read: torch gives None, a vjp zeros
+        # the function of a first derivative moved in goes with its vjp (nothing else calls it)
+        called = set().union(*(self._reads(body[i]) for i in chosen))
+        chosen = sorted(set(chosen) | {i for i, s in enumerate(body[:k]) if isinstance(s, cst.FunctionDef)
+                                       and s.name.value in self.fns and s.name.value in called})
         first = chosen[0]
+        if self.vjps & set().union(*(self._reads(body[i]) | writes(body[i]) for i in chosen)):
+            # a derivative of a derivative: the plain assignments reading what an earlier grad's
+            # statements bound (a sibling derivative, u_t beside u_x of the same u) move in too,
+            # their values handed back as auxiliary values
+            grown = True
+            while grown:
+                moved_writes = set().union(*(writes(body[i]) for i in chosen))
+                extra = {i for i in range(first, k) if i not in chosen and self._reads(body[i]) & moved_writes
+                         and _plain_assignment(body[i]) and not writes(body[i]) & set(inputs)}
+                grown = bool(extra)
+                chosen = sorted(set(chosen) | extra)
         between = [i for i in range(first, k) if i not in chosen]
         moved_writes = set().union(*(writes(body[i]) for i in chosen))
-        moved_reads = set().union(*(reads(body[i]) for i in chosen))
+        moved_reads = set().union(*(self._reads(body[i]) for i in chosen))
         for i in between:   # statements left in place, run before the moved ones: independent of them
-            if reads(body[i]) & moved_writes or writes(body[i]) & (moved_writes | moved_reads):
+            if self._reads(body[i]) & moved_writes or writes(body[i]) & (moved_writes | moved_reads):
                 return None
-        aux = sorted(moved_writes - set(_names(outputs) or ()))
+        # the vjps (and their functions) of grads moved in (a second derivative's): used there only
+        aux = sorted(moved_writes - set(_names(outputs) or ()) - self.vjps - self.fns)
         fn = fresh_name("msmigrate_outputs", self.taken)
         vjp = fresh_name("msmigrate_vjp", self.taken | {fn})
         self.taken |= {fn, vjp}
+        self.vjps.add(vjp)
+        self.fns.add(fn)
         moved = [body[i] for i in chosen]
         result = code(cst.Tuple(outputs.elements) if isinstance(outputs, cst.List) else outputs)
         aux_tuple = "(" + "".join(f"{n}, " for n in aux).rstrip(" ") + ")"
@@ -157,7 +192,7 @@ class TapeGradPass(PathTransformer):
         tainted = set(inputs)
         depends = []
         for stmt in before:
-            hit = bool(reads(stmt) & tainted)
+            hit = bool(self._reads(stmt) & tainted)
             if hit:
                 tainted |= writes(stmt)
             depends.append(hit)
@@ -170,11 +205,23 @@ class TapeGradPass(PathTransformer):
             if not depends[i]:
                 need -= w   # a value that does not change with the inputs: read as it is
                 continue
-            if not _plain_assignment(before[i]) or w & set(inputs):
+            generated = isinstance(before[i], cst.FunctionDef) and before[i].name.value in self.fns
+            if not (_plain_assignment(before[i]) or generated) or w & set(inputs):
                 return None
             chosen.append(i)
-            need = (need - w) | (reads(before[i]) - set(inputs))
+            need = (need - w) | (self._reads(before[i]) - set(inputs))
         return sorted(chosen)
+
+
+    def _reads(self, stmt) -> set[str]:
+        """The names a statement reads; for a function this pass wrote (a first derivative's,
+        moved into a second's), the names its body reads from outside (`x` of
+        `def f(t): u = model(hstack([x, t]))`): a derivative with respect to `x` depends on it."""
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in self.fns:
+            params = {p.name.value for p in stmt.params.params}
+            inner = stmt.body.body
+            return set().union(*(reads(b) for b in inner)) - params - set().union(*(writes(b) for b in inner))
+        return reads(stmt)
 
 
 def _names(node) -> list[str] | None:
@@ -192,8 +239,8 @@ def _plain_assignment(stmt) -> bool:
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
         return False
     small = stmt.body[0]
-    if isinstance(small, cst.Assign):
-        return all(_names(t.target) is not None for t in small.targets)
+    if isinstance(small, cst.Assign):   # `a, vjp, (b,) = ...` (a vjp with auxiliary values) too
+        return all(_target_names(t.target) for t in small.targets)
     if isinstance(small, (cst.AugAssign, cst.AnnAssign)):
         return isinstance(small.target, cst.Name)
     return False
@@ -209,3 +256,12 @@ def _calls_method(stmt, name: str) -> bool:
 
     stmt.visit(_V())
     return bool(found)
+
+
+def _target_names(node) -> bool:
+    """Whether an assignment target binds names only (`a`, `a, b`, `a, f, (b, c)`)."""
+    if isinstance(node, cst.Name):
+        return True
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.Element) and _target_names(e.value) for e in node.elements)
+    return False

@@ -1,6 +1,7 @@
 """torch.autograd.grad of outputs computed in the same block (rules/tape_grad.py): converted to
-torch.func.vjp over a function of the inputs (ms.vjp), run against torch; a gradient taken
-inside a training step (a block with a backward pass) stays marked."""
+torch.func.vjp over a function of the inputs (ms.vjp), run against torch; inside a training step
+(a block with a backward pass) a create_graph=True gradient (a PINN's derivatives, a gradient
+penalty) converts and trains like torch, any other stays marked."""
 from __future__ import annotations
 
 import json
@@ -41,18 +42,20 @@ def test_converted_gradients_match_torch(tmp_path):
         np.testing.assert_allclose(np.array(got[key]), np.array(want[key]), rtol=1e-4, atol=1e-5, err_msg=key)
 
 
-GRADIENT_PENALTY = '''
+# torch's gradient is a constant in the step's graph (no create_graph): MindSpore's vjp would be
+# differentiated again by the step
+GRADIENT_WITHOUT_GRAPH = '''
 import torch
 critic = torch.nn.Linear(3, 1)
 opt = torch.optim.SGD(critic.parameters(), lr=0.1)
-real = torch.randn(4, 3)
-x = real.clone().requires_grad_(True)
-out = critic(x)
-g = torch.autograd.grad(out.sum(), x, create_graph=True)[0]
-loss = out.mean() + ((g.norm(dim=1) - 1) ** 2).mean()
-opt.zero_grad()
-loss.backward()
-opt.step()
+for step in range(3):
+    x = torch.randn(4, 3).requires_grad_(True)
+    out = critic(x)
+    g = torch.autograd.grad(out.sum(), x)[0]
+    loss = out.mean() + (g * x).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
 '''
 
 REBOUND_INPUT = '''
@@ -65,8 +68,82 @@ g, = torch.autograd.grad(y, x)
 '''
 
 
-@pytest.mark.parametrize("source", [GRADIENT_PENALTY, REBOUND_INPUT], ids=["gradient_penalty", "input_rebound"])
+@pytest.mark.parametrize("source", [GRADIENT_WITHOUT_GRAPH, REBOUND_INPUT], ids=["step_gradient_without_graph",
+                                                                                "input_rebound"])
 def test_grad_calls_it_cannot_follow_stay_marked(source):
     result = convert_source(source, "t.py")
     assert "torch.autograd.grad(" in result.code
     assert any(d.code == "MSC108" for d in result.diagnostics), result.diagnostics
+
+
+PINN = FIXTURES / "programs" / "train_input_derivatives.py"
+
+
+def test_derivatives_in_a_training_step_convert_and_run_uncompiled():
+    """A PINN's u_t and u_tt (create_graph=True, the second of the first) in the loss: each the vjp
+    of a function of the input, the second's function computing the first (its vjp and function
+    not handed back as auxiliary values); the step stays in PyNative (lint MSG119: MindSpore 2.10
+    does not compile a gradient of a gradient). It trains like torch: test_parity_programs."""
+    result = convert_source(PINN.read_text(), PINN.name)
+    assert "import torch" not in result.code and "torch.autograd" not in result.code.split('"""', 2)[2]
+    assert result.code.count("ms.vjp(") == 2
+    assert "return u_t, (u,)" in result.code and "u_t, msmigrate_vjp_1, (u,) = ms.vjp(" in result.code
+    assert [d.code for d in result.diagnostics] == ["MSC109"] and "MSG119" in result.diagnostics[0].message
+
+
+GRADIENT_PENALTY = '''
+import torch
+torch.manual_seed(0)
+critic = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(critic.parameters(), lr=0.05)
+real = torch.randn(16, 3)
+fake = torch.randn(16, 3) + 1.0
+for step in range(4):
+    alpha = torch.linspace(0, 1, 16).view(-1, 1)
+    mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    out = critic(mixed)
+    g = torch.autograd.grad(outputs=out, inputs=mixed, grad_outputs=torch.ones_like(out), create_graph=True,
+                            retain_graph=True)[0]
+    penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+    loss = critic(fake).mean() - critic(real).mean() + 10 * penalty
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    print(f"step {step} loss {loss.item():.6f}")
+'''
+
+
+@pytest.mark.framework
+def test_gradient_penalty_trains_like_torch(tmp_path):
+    """WGAN-GP's penalty: the critic's gradient with respect to the mixed input (create_graph=True)
+    in the loss, differentiated again by the backward pass (it was left marked: the file stopped
+    at its top)."""
+    from msmigrate.parity.check import Options, run_parity
+    from msmigrate.parity.report import format_text
+
+    script = tmp_path / "gp.py"
+    script.write_text(GRADIENT_PENALTY)
+    result = convert_source(GRADIENT_PENALTY, "gp.py")
+    assert "import torch" not in result.code and [d.code for d in result.diagnostics] == ["MSC109"], result.diagnostics
+    r = run_parity(script, None, Options(steps=4, timeout=300))
+    assert r["passed"], format_text(r)
+    assert r["torch_steps"] == r["ms_steps"] == 4
+
+
+def test_derivatives_with_respect_to_two_inputs_of_one_output_convert():
+    """u_t, u_x and u_xx of one output u = net(hstack([x, t])) (a Burgers residual): u_x's function
+    computes u_t's vjp (its function closes over x, now u_x's argument) and hands u_t back as an
+    auxiliary value, u_xx's computes u_x's; nothing is left to torch. Trains like torch:
+    test_parity_programs (fixtures/programs/train_pde_residual.py)."""
+    program = FIXTURES / "programs" / "train_pde_residual.py"
+    result = convert_source(program.read_text(), program.name)
+    assert "import torch" not in result.code and result.code.count("ms.vjp(") == 3
+    assert "u, msmigrate_vjp_1, (inp, u_t,) = ms.vjp(msmigrate_outputs_1, x, has_aux=True)" in result.code
+    assert [d.code for d in result.diagnostics] == ["MSC109"]
+    # an input the outputs may not read keeps torch's None for allow_unused=True: left marked
+    unused = ("import torch\nnet = torch.nn.Linear(1, 1)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+              "x = torch.ones(3, 1).requires_grad_(True)\nz = torch.ones(3, 1).requires_grad_(True)\n"
+              "for i in range(2):\n    u = net(x)\n"
+              "    g = torch.autograd.grad(u, z, torch.ones_like(u), create_graph=True, allow_unused=True)[0]\n"
+              "    loss = u.mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    assert "torch.autograd.grad(" in convert_source(unused, "u.py").code

@@ -1,0 +1,134 @@
+"""A NumPy scalar on the left of an arithmetic operator or comparison with a Tensor
+(`w * x` where `w = np.sqrt(w0**2 - d**2)`, `np.log(2) + t`): torch.Tensor sets
+`__array_priority__ = 1000`, so NumPy's scalar hands the operation to the Tensor and torch gives
+a Tensor; MindSpore's Tensor sets none, NumPy converts it and computes a float64 ndarray, which
+MindSpore's next op rejects ("Failed calling Cos with input=<class 'numpy.ndarray'>") or through
+which no gradient flows. Where the file shows such an operand, a generated function giving
+MindSpore's Tensor torch's priority is called once after the imports (it changes the Tensor
+class for the whole process, as torch's attribute is there for every torch program; an ndarray
+on the left then raises TypeError, as torch's does).
+
+The operand is visibly NumPy's when it calls a NumPy function or reads a name every binding of
+which in the file is such a call (or arithmetic on such names: `A = 1 / (2 * np.cos(phi))`; a
+loop variable, a parameter or a name also bound to anything else is not) and names no torch API
+(`torch.from_numpy(a)` is a Tensor), and the other operand is not a literal (nor a name bound
+only to literals, or an item of one: `EPSILON = 0.9`, `bound[1]` of `bound = [0, 0.5]`). A
+structural pass on torch names, before the table pass."""
+from __future__ import annotations
+
+import libcst as cst
+
+from msmigrate.names import PathTransformer, resolve, walk
+from msmigrate.rules.transforms.common import generated_text
+
+_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
+              cst.MatrixMultiply)
+FUNCTION = "msmigrate_numpy_defers_to_tensors"
+
+
+class NumpyOperandsPass(PathTransformer):
+    @staticmethod
+    def applies(source: str) -> bool:
+        return "numpy" in source and "torch" in source
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.imports = dict(ctx.names.imports)
+        # a file already converted (no torch import) is not changed again: conversion is idempotent
+        self.needed = "numpy" in self.imports.values() and \
+            any(q.split(".")[0] == "torch" for q in self.imports.values()) and self._numpy_on_the_left(ctx.module)
+        self.path = {id(ctx.module)} if self.needed else set()
+
+    def _numpy_call(self, node) -> bool:
+        return isinstance(node, cst.Call) and (resolve(node.func, self.imports) or "").startswith("numpy.")
+
+    def _torch(self, node) -> bool:
+        return any(isinstance(n, (cst.Name, cst.Attribute)) and
+                   (resolve(n, self.imports) or "").split(".")[0] in ("torch", "mindspore") for n in walk(node))
+
+    def _numpy_on_the_left(self, module) -> bool:
+        bindings: dict[str, list] = {}   # name -> the values bound to it (None: a binding with no value seen)
+        for n in walk(module):
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    for name in _bound(t.target):
+                        bindings.setdefault(name, []).append(n.value if isinstance(t.target, cst.Name) else None)
+            elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+                for name in _bound(n.target):
+                    bindings.setdefault(name, []).append(n.value)
+            elif isinstance(n, (cst.For, cst.CompFor)):
+                for name in _bound(n.target):
+                    bindings.setdefault(name, []).append(None)
+            elif isinstance(n, cst.Param):
+                bindings.setdefault(n.name.value, []).append(None)
+            elif isinstance(n, cst.AsName):
+                for name in _bound(n.name):
+                    bindings.setdefault(name, []).append(None)
+        numpy_names: set[str] = set()
+        while True:   # names every binding of which is a NumPy value, through arithmetic on them
+            more = {name for name, values in bindings.items() if name not in numpy_names and all(
+                v is not None and not self._torch(v) and self._numpy(v, numpy_names) for v in values)}
+            if not more:
+                break
+            numpy_names |= more
+        for n in walk(module):
+            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _OPERATORS):
+                left, right = n.left, n.right
+            elif isinstance(n, cst.Comparison) and len(n.comparisons) == 1:
+                left, right = n.left, n.comparisons[0].comparator
+            else:
+                continue
+            held = right.value if isinstance(right, cst.Subscript) else right   # bound[1] of bound = [0, 1]
+            constant = _literal(right) or (isinstance(held, cst.Name) and held.value in bindings and all(
+                v is not None and _literal(v) for v in bindings[held.value]))
+            if self._numpy(left, numpy_names) and not self._torch(left) and not constant \
+                    and not self._numpy(right, numpy_names):
+                return True
+        return False
+
+    def _numpy(self, node, numpy_names: set[str]) -> bool:
+        return any(self._numpy_call(n) or (isinstance(n, cst.Name) and n.value in numpy_names) for n in walk(node))
+
+    def leave_Module(self, original, updated):
+        if not self.needed:
+            return updated
+        name = generated_text(self.ctx.plan, "numpy_operands", FUNCTION).value
+        body = list(updated.body)
+        at = 0
+        while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) and (
+                isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)) or
+                (at == 0 and isinstance(body[at].body[0], cst.Expr)
+                 and isinstance(body[at].body[0].value, (cst.SimpleString, cst.ConcatenatedString)))):
+            at += 1
+        call = cst.parse_statement(f"{name}()  # NumPy scalars on the left of an operator give Tensors, as in torch\n")
+        body[at:at] = [call]
+        return updated.with_changes(body=body)
+
+
+def _literal(node) -> bool:
+    """A number, string or constant, arithmetic on them, or a list or tuple of them."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return _literal(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _literal(node.left) and _literal(node.right)
+    if isinstance(node, cst.IfExp):
+        return _literal(node.body) and _literal(node.orelse)
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(isinstance(e, cst.Element) and _literal(e.value) for e in node.elements)
+    return False
+
+
+def _bound(target) -> list[str]:
+    """The names an assignment target binds (`a`, `a, (b, c)`, `*d`); attributes and subscripts none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound(target.value)
+    return []
