@@ -1245,6 +1245,16 @@ class Rewriter(cst.CSTTransformer):
                 return False
         return True
 
+    def _names_class(self, name: str) -> bool:
+        """Whether `name`, one of the file's classes, still names the class here: not a parameter
+        or local of an enclosing function (`def train(Net, x)`), nor rebound to an instance
+        (`Net = Net()`, a class name reused for its object)."""
+        for i in range(len(self.scopes.stack) - 1, 0, -1):
+            scope = self.scopes.stack[i]
+            if scope.kind == "function" and name in scope.bindings:
+                return False
+        return self.instances.get(name) is None
+
     def _program_object(self, receiver) -> bool:
         """Whether `receiver` holds an object whose methods share torch's names but are its own:
         one of the program's plain classes (`memory.size()` of a replay buffer) or a value of
@@ -1369,7 +1379,7 @@ class Rewriter(cst.CSTTransformer):
             bound = self.scopes.resolve_name(root.split(".")[0])
             if bound is not None and not is_source(bound):
                 return updated  # np.repeat, math.floor...: a module, not a tensor
-        if isinstance(receiver, cst.Name) and receiver.value in self.file_classes:
+        if isinstance(receiver, cst.Name) and receiver.value in self.file_classes and self._names_class(receiver.value):
             return updated
         if self._program_object(receiver):
             return updated

@@ -128,9 +128,9 @@ def _left_as_torch(qualname: str) -> bool:
 
 
 class _Prescan(cst.CSTVisitor):
-    """One cheap pass: the nodes on the way to each `.backward()` call (only those are rebuilt,
-    so everything else keeps its identity and its original position), and which names hold
-    optimizers and grad scalers."""
+    """One cheap pass: the nodes on the way to each `.backward()` and `.zero_grad()` call (only
+    those are rebuilt, so everything else keeps its identity and its original position), and
+    which names hold optimizers and grad scalers."""
 
     def __init__(self, scopes: ScopeStack, project: dict[str, str], wants=lambda stmt: True,
                  not_tensors=frozenset()) -> None:
@@ -154,6 +154,11 @@ class _Prescan(cst.CSTVisitor):
             self.data_parallel = True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward" \
                 and dotted(node.func.value) not in self.not_tensors:
+            self.path.update(self.stack)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad" \
+                and not node.args:
+            # its block is visited too: `optimizer.zero_grad()` in a loop with no backward pass
+            # (a validation loop) goes as it does beside the steps (_clears_gradients)
             self.path.update(self.stack)
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
             q = self.project.get(dotted(node.value.func) or "") or self.scopes.resolve(node.value.func) or ""
@@ -490,7 +495,7 @@ class TrainingLoopPass(PathTransformer):
         # the scan resolves through module-level imports and project names only: a statement
         # naming neither (nor `backward`) holds nothing it records
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
-        words |= {part for key in ctx.project for part in key.split(".")} | {"backward"}
+        words |= {part for key in ctx.project for part in key.split(".")} | {"backward", "zero_grad"}
         scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words),
                         ctx.not_tensors)
         module.visit(scan)
@@ -637,7 +642,9 @@ class TrainingLoopPass(PathTransformer):
 
     def _block(self, body: list) -> list:
         # (`a; loss.backward(); b` lines were split by rules/split_statements.py)
-        backwards = [i for i, stmt in enumerate(body) if _method_stmt(stmt, "backward") is not None]
+        # (as the prescan: `accelerator.backward(loss)` of a name holding no Tensor is none)
+        backwards = [i for i, stmt in enumerate(body) if _method_stmt(stmt, "backward") is not None
+                     and dotted(_method_stmt(stmt, "backward").func.value) not in self.ctx.not_tensors]
         if len(backwards) == 1:
             body = self._rewrite(body, backwards[0])
         elif backwards:

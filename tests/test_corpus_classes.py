@@ -564,3 +564,46 @@ def test_network_made_as_an_argument_starts_in_training_mode_like_torchs(tmp_pat
     listed = convert_source(NETWORK_AS_ARGUMENT.replace("out = run(Net(), x)", "nets = [Net() for _ in range(2)]\n"
                                                            "a, b = Net(), Net()\nout = run(nets[0], x)"), "p.py").code
     assert "nets = [Net().set_train(True) for _ in range(2)]" in listed and "a, b = Net(), Net()" in listed
+
+
+@pytest.mark.framework
+def test_recurrent_layers_take_an_unbatched_sequence_like_torchs(tmp_path):
+    """torch's nn.RNN / LSTM / GRU also take one sequence without its batch dimension (2-D x,
+    a state without it), as a char-level RNN sampling from a prefix does (wa-char-lstm:
+    `model(torch.tensor(sequence))`); MindSpore's take 3-D input only and failed in a Transpose.
+    They become generated subclasses adding and removing the batch dimension; the training
+    losses on unbatched sequences are torch's (tests/test_parity_programs.py), the shapes too."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "train_unbatched_rnn.py"
+    code = convert_source(src.read_text(), src.name).code
+    for name in ("LSTM", "GRU", "RNN"):
+        assert f"class msmigrate_{name}(nn.{name}):" in code and f"= msmigrate_{name}(HIDDEN" in code, code
+    converted = tmp_path / src.name
+    converted.write_text(code)
+    torch_out, ms_out = _outputs([src, converted], tmp_path)
+    assert [line for line in ms_out if not line.startswith("loss")] == \
+        [line for line in torch_out if not line.startswith("loss")] == ["shapes (8, 12) (2, 10)", "generated 7"]
+    assert len(_last_numbers(ms_out, "loss")) == 4
+
+
+@pytest.mark.framework
+def test_class_name_reused_for_its_object_gets_the_networks_methods(tmp_path):
+    """`GRUmodel = GRUmodel(...)` and `def train(GRUmodel, ...)` (ls-gru-sine): the name of a
+    class of the file (or imported from the project) held the network there, but every method
+    call on it was left as a call on the class: `GRUmodel.parameters()` failed (a Cell has no
+    parameters()). A function's parameter or local of that name, or the name rebound to an
+    instance, is the object: parameters() / state_dict() / load_state_dict() convert as for any
+    network (the losses are torch's: tests/test_parity_programs.py). There too: a GRU over 250
+    steps stopped the compile (MindSpore unrolls its time loop past its call depth limit; the
+    generated layer raises it), and `optimizer.zero_grad()` in the validation loop, which has no
+    backward pass, was left (an AttributeError): only blocks on the way to a backward pass were
+    visited."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "programs" / "train_class_name_reused.py"
+    code = convert_source(src.read_text(), src.name).code
+    assert "optimizer.zero_grad()\n" not in code and "ms.set_recursion_limit(4500)" in code, code
+    assert "msmigrate_Adam(Forecaster.trainable_params()" in code and "Forecaster.parameters_dict()" in code, code
+    assert "msmigrate_parameters(Forecaster)" in code and "Forecaster.parameters()" not in code, code
+    converted = tmp_path / src.name
+    converted.write_text(code)
+    torch_out, ms_out = _outputs([src, converted], tmp_path)
+    assert ms_out[-1] == torch_out[-1] == "parameters 339", (torch_out, ms_out)
+    assert len(_last_numbers(ms_out, "loss")) == 4 and len(_last_numbers(ms_out, "validation")) == 1
