@@ -22,7 +22,7 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write converted files under DIR, mirroring the input tree (one input file: -o NAME.py writes that file).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write converted files under DIR, mirroring the input tree (one input file: -o NAME.py writes that file, -o - prints it).")
 @click.option("-w", "--write", is_flag=True, help="Rewrite the input files in place (atomically).")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a JSON report of every conversion and diagnostic, and the summary.")

@@ -57,6 +57,7 @@ class Options:
     strict: bool = False           # exit 1 when an output still needs torch
     # set by run(): one input file and `-o NAME.py` (its own suffix, not a directory) -> that file
     output_is_file: bool = False
+    output_is_stdout: bool = False   # set by run(): one input file and `-o -`
 
 
 @dataclass
@@ -293,6 +294,10 @@ def run(paths: list[Path], opts: Options, out=None, err=None) -> int:
     if opts.copy_other and (opts.output is None or opts.check):
         raise UsageError("--copy-other copies into the --output directory: use it with -o DIR "
                          "(not with --write, --check or the default diff)")
+    if opts.output is not None and str(opts.output) == "-":
+        if len(paths) != 1 or not paths[0].is_file() or opts.copy_other:
+            raise UsageError("-o - prints the converted code of one input file: give one file")
+        opts = dataclasses.replace(opts, output=None, output_is_stdout=True)
     if opts.output is not None and len(paths) == 1 and paths[0].is_file() \
             and opts.output.suffix == paths[0].suffix and not opts.output.is_dir():
         if opts.output.resolve() == paths[0].resolve():
@@ -418,6 +423,8 @@ def _handle(job: Job, res: dict, opts: Options, summary: "Summary", report: dict
     if opts.write:
         if changed:
             _write(path, code, res["encoding"], errors, err, progress)
+    elif opts.output_is_stdout:
+        out.write(code)
     elif opts.output is not None:
         dest = _destination(opts, path, job.root)
         if os.path.realpath(dest) in input_set:

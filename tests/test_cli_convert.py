@@ -41,6 +41,16 @@ def test_output_dir_mirrors_tree(tree):
     assert (tree / "src" / "model.py").read_text() == TORCH_SRC
 
 
+def test_output_dash_prints_one_file(tree):
+    proc = run(tree / "src" / "model.py", "-o", "-", cwd=tree)
+    assert proc.returncode == 0, proc.stderr
+    assert "layer = nn.Dense(2, 3)" in proc.stdout and not proc.stdout.startswith("---")
+    assert not (tree / "-").exists()
+    proc = run(tree / "src", "-o", "-", cwd=tree)
+    assert proc.returncode == 2 and "one input file" in proc.stderr
+    assert not (tree / "-").exists()
+
+
 def test_write_in_place_is_atomic_and_keeps_mode(tree):
     target = tree / "src" / "model.py"
     os.chmod(target, 0o640)
