@@ -719,6 +719,7 @@ class Rewriter(cst.CSTTransformer):
         self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
         self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
+        self.function_nodes: list[cst.FunctionDef] = []   # ... and the (original) nodes
         self.param_instances: list[dict] = []   # per enclosing def: instances its parameters shadowed
         self.called_refs: set[int] = set()   # ids of references passed to map/filter (called)
         self.cell_classes: list[bool] = []  # per enclosing class: is it a torch.nn.Module subclass
@@ -930,6 +931,7 @@ class Rewriter(cst.CSTTransformer):
         known = self.ctx.known_scope(node)
         self.scopes.push_function(node, known)
         self.functions.append(node.name.value)
+        self.function_nodes.append(node)
         # parameters every call in the file passes an object with call-site rules for
         # (`def train(model, loss, ...)` called with a CrossEntropyLoss): bound while inside;
         # any other parameter of a def of the source shadows an object of its name made outside
@@ -953,6 +955,7 @@ class Rewriter(cst.CSTTransformer):
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         self.functions.pop()
+        self.function_nodes.pop()
         self.named_results.pop()
         for param, before in self.param_instances.pop().items():
             if before is None:

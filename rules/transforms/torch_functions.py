@@ -206,8 +206,8 @@ def median(site):
 
 def _read_by_position(site) -> bool:
     """The call's named-tuple result is only read where it is converted: unpacked (`v, i = ...`),
-    indexed, or a field read off the call itself (`.values` -> [0], record field `fields`). A
-    result bound to a name may have its fields read later: that stays marked."""
+    indexed, a field read off the call itself (`.values` -> [0], record field `fields`), or bound
+    to a name whose every use reads a field or indexes (elsewhere a field read stays marked)."""
     import libcst.matchers as m
     stmt, here = site.statement, site.rw.pos_stack[-1]
     if stmt is None:
@@ -216,7 +216,31 @@ def _read_by_position(site) -> bool:
         if site.rw._pos(node.value) == here:
             return isinstance(node, cst.Subscript) or node.attr.value in site.record.fields
     unpacked = m.Assign(targets=[m.AssignTarget(target=m.Tuple() | m.List())], value=m.Call())
-    return any(site.rw._pos(node.value) == here for node in m.findall(stmt, unpacked))
+    if any(site.rw._pos(node.value) == here for node in m.findall(stmt, unpacked)):
+        return True
+    named = m.Assign(targets=[m.AssignTarget(target=m.Name())], value=m.Call())
+    bound = [node.targets[0].target.value for node in m.findall(stmt, named) if site.rw._pos(node.value) == here]
+    return bool(bound) and _fields_read_only(site, bound[0])
+
+
+def _fields_read_only(site, name: str) -> bool:
+    """Every use of `name` in the enclosing function (or module) reads a field of it
+    (`m.values`, which the engine makes `m[0]` while `m` holds the result) or indexes it, and no
+    nested function reads it."""
+    scope = site.rw.function_nodes[-1] if site.rw.function_nodes else site.rw.module
+    stack = [(scope, None, False)]
+    while stack:
+        node, parent, nested = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            read = (isinstance(parent, cst.Attribute) and parent.value is node and
+                    parent.attr.value in site.record.fields) or \
+                (isinstance(parent, cst.Subscript) and parent.value is node)
+            target = isinstance(parent, cst.AssignTarget) and parent.target is node
+            if nested or not (read or target):
+                return False
+        inner = nested or (node is not scope and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+        stack.extend((child, node, inner) for child in node.children)
+    return True
 
 
 @_calls("input")
