@@ -221,6 +221,60 @@ class TargetBindings(cst.CSTVisitor):
             self._bind(node.name.name, None)
 
 
+class ModuleRebinds(TargetBindings):
+    """Module-level names the program binds again while it runs: inside a top-level loop (the
+    epoch loop's `beta = ...`, `lr *= 0.5`) or in a function declaring them `global`. A compiled
+    function reading one keeps the value it saw when compiled, so it must be passed in. (Names
+    bound twice in straight-line code hold their last value before any loop runs a step.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rebound: set[str] = set()
+        self._loops = 0
+        self._globals: list[set[str]] = []   # per enclosing function: its `global` names
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._globals.append({n.name.value for s in walk(node.body) if isinstance(s, cst.Global) for n in s.names})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._globals.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._globals.append(set())
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._globals.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loops += 1
+        super().visit_For(node)
+
+    def leave_For(self, node: cst.For) -> None:
+        self._loops -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loops += 1
+
+    def leave_While(self, node: cst.While) -> None:
+        self._loops -= 1
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        pass   # a comprehension's own names
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None)
+        elif isinstance(target, cst.Name) and (self._globals[-1] if self._globals else self._loops):
+            if not self._globals or target.value in self._globals[-1]:
+                self.rebound.add(target.value)
+
+
 class Bindings(TargetBindings):
     """Names (dotted: `device`, `self.device`) a file binds only to values `wanted(value)`
     accepts (`chosen`), and names bound to anything else (assignments, loop and with targets:

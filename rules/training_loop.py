@@ -32,7 +32,7 @@ import libcst as cst
 
 from msmigrate.arguments import argument_objects
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
-from msmigrate.names import (TRIVIA_TYPES, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
+from msmigrate.names import (TRIVIA_TYPES, ModuleRebinds, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
                              is_statement_type, params_of, resolve, walk)
 from msmigrate.rules import PLAIN_DECORATORS
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
@@ -468,6 +468,30 @@ class _ReadRecomputed(cst.CSTTransformer):
         return self._read(original, updated)
 
 
+def _objects_in(stmts: list) -> set[str]:
+    """Names the statements call or read attributes of (networks, losses, optimizers): a
+    compiled step reads these through its closure (a Cell is no jit argument)."""
+    found = set()
+    for s in stmts:
+        for n in walk(s):
+            if isinstance(n, cst.Attribute) and dotted(n.value):
+                found.add(dotted(n.value).split(".")[0])
+            elif isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+                found.add(n.func.value)
+    return found
+
+
+class _AttributesAsNames(cst.CSTTransformer):
+    """`self.beta` -> `self_beta` (the step's argument carrying it)."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.names = names
+
+    def leave_Attribute(self, original, updated):
+        name = self.names.get(dotted(original) or "")
+        return cst.Name(name) if name else updated
+
+
 class TrainingLoopPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
@@ -510,6 +534,7 @@ class TrainingLoopPass(PathTransformer):
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
+        self._rebinds = None       # module-level names bound more than once (ModuleRebinds)
         self._stores: dict = {}    # networks -> containers of their kept outputs (_kept_outputs_read)
         self.later: dict[int, list] = {}   # id(original statement of an outer block) -> its replacement
         self._blocks_of: dict[int, list] | None = None   # id(statement) -> its block (original nodes)
@@ -1042,6 +1067,12 @@ class TrainingLoopPass(PathTransformer):
         holders = self._recomputed_holders()
         # a tensor trained by hand is made before its step (`w = x.clone().requires_grad_()`), not in it
         chosen = [i for i in chosen if not (eff[i].writes & trained)]
+        # so are the networks and optimizers it trains: a step with no loop around it (a module's
+        # top level, one update) has their construction in its block, before everything it computes
+        made = [i for i in chosen if eff[i].binds & (leaves | {o for o in (step.get("optimizer"),
+                                                                          *step.get("others", ())) if o})]
+        if made and not self.loops[-1]:
+            chosen = [i for i in chosen if i > made[-1]]
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
                 not (reads(pre[chosen[0]]) & (trained | holders)) and \
                 self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
@@ -1132,6 +1163,12 @@ class TrainingLoopPass(PathTransformer):
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+        changing = self._changing_attributes(slice_stmts + ([loss_stmt] if loss_stmt else []), inputs)
+        if changing:   # `self.beta` annealed by another method: read through an argument
+            slice_stmts = [self._rebuilt(s, s.visit(_AttributesAsNames(changing))) for s in slice_stmts]
+            loss_stmt = self._rebuilt(loss_stmt, loss_stmt.visit(_AttributesAsNames(changing))) if loss_stmt else None
+            inputs = inputs + list(changing.values())
+        step["arguments"] = {name: path for path, name in changing.items()}
         python_object = self._python_objects_in([pre[i] for i in chosen] + recomputed)
         if python_object is None:
             python_object = self._distribution_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
@@ -1189,6 +1226,8 @@ class TrainingLoopPass(PathTransformer):
             body[b] = self._flag(backward_stmt, "manual", "the accumulation condition depends on this "
                                  "step's results: convert this step by hand")
             return body
+        step["update_inputs"] = self._update_inputs(step, inputs)
+        step["compile"] = python_object is None
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
         self._pass_on_arguments([names["forward"], names["step"]], inputs)
@@ -1225,6 +1264,9 @@ class TrainingLoopPass(PathTransformer):
                 return new_body
             # no loop: just before the step, after what it reads is bound (`w = torch.randn(3,
             # requires_grad=True)` ... `loss.backward()` at a module's top level)
+            at = len(rest_pre[:first_slice_at]) + len(drawn) + len(hoisted)
+            return new_body[:at] + defs + new_body[at:]
+        if loop is None and isinstance(scope, cst.Module):   # one step at a module's top level: the same
             at = len(rest_pre[:first_slice_at]) + len(drawn) + len(hoisted)
             return new_body[:at] + defs + new_body[at:]
         if per_object is not None:
@@ -1691,6 +1733,20 @@ class TrainingLoopPass(PathTransformer):
         return _method_stmt(stmt, "zero_grad") is not None
 
     def _inputs(self, stmts: list, free: set[str], extra: set[str]) -> list[str]:
+        varying = self._varying(stmts, extra)
+        order = []
+        for s in stmts:
+            for n in ordered_reads(s):
+                if n in free and n in varying and n not in order:
+                    order.append(n)
+        return order
+
+    def _varying(self, stmts: list, extra: set[str]) -> set[str]:
+        """Names the step reads whose value may change between its calls: bound in the
+        enclosing loop or function, or module-level names the program binds again (`beta`
+        annealed per epoch, `lr` decayed): a compiled step keeps the value it was compiled
+        with, so these come in as arguments. Objects the step calls or reads attributes of
+        (networks, losses) are read by its closure: a Cell is no jit argument."""
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
         if loop is not None:
@@ -1700,10 +1756,70 @@ class TrainingLoopPass(PathTransformer):
             varying = (writes(scope.body) | set(params_of(scope.params)) | extra) - {"self"}
         else:
             varying = set(extra)
+        if self._rebinds is None:
+            scan = ModuleRebinds()
+            self.module.visit(scan)
+            self._rebinds = scan.rebound
+        local = writes(scope.body) | set(params_of(scope.params)) if isinstance(scope, cst.FunctionDef) else set()
+        return varying | (self._rebinds - local - _objects_in(stmts))
+
+    def _rebuilt(self, old, new):
+        """`new`, remembered as a rebuilt `old` (its diagnostics keep old's position)."""
+        self.originals[id(new)] = self.originals.get(id(old), old)
+        return new
+
+    def _changing_attributes(self, stmts: list, inputs: list[str]) -> dict[str, str]:
+        """`self.X` read as a value by a method's step (not called, no attribute of it read)
+        where X is assigned by a method other than `__init__` (a weight annealed per epoch): a
+        compiled step keeps the value it saw when compiled. Path -> the argument's name."""
+        scope = self.funcs[-1]
+        if not self.classes or not isinstance(scope, cst.FunctionDef) or "self" not in params_of(scope.params):
+            return {}
+        assigned = set()
+        for method in self.classes[-1].body.body:
+            if isinstance(method, cst.FunctionDef) and method.name.value != "__init__":
+                for n in walk(method):
+                    targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
+                               [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+                    assigned |= {dotted(t) for t in targets if isinstance(t, cst.Attribute) and
+                                 isinstance(t.value, cst.Name) and t.value.value == "self"}
+        if not assigned:
+            return {}
+        read, skipped = [], set()
+        for s in stmts:   # one the step itself sets (`self.cost = criterion(...)`) is its output
+            for n in walk(s):
+                targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
+                           [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+                skipped |= {dotted(t) for t in targets}
+        for s in stmts:
+            for n in walk(s):
+                if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Attribute):
+                    skipped.add(dotted(n.value))
+                elif isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+                    skipped.add(dotted(n.func))
+                elif isinstance(n, cst.Attribute) and dotted(n) in assigned and dotted(n) not in read:
+                    read.append(dotted(n))
+        taken = set(inputs)
+        out = {}
+        for path in read:
+            if path not in skipped:
+                out[path] = self.fresh(path.replace(".", "_"))
+                taken.add(out[path])
+        return out
+
+    def _update_inputs(self, step, inputs: list[str]) -> list[str]:
+        """What the update after the gradients (a hand-written loop over the parameters,
+        clipping) reads that changes between steps (`lr` decayed in the loop): arguments of the
+        compiled step after the forward function's."""
+        stmts = ([step["loop"]] if step["kind"] == "manual" else []) + list(step.get("clips", ()))
+        if not stmts:
+            return []
+        varying = self._varying(stmts, set()) - _objects_in(stmts)
+        own = {step["param"]} if step["kind"] == "manual" else set()
         order = []
         for s in stmts:
             for n in ordered_reads(s):
-                if n in free and n in varying and n not in order:
+                if n in varying and n not in own and n not in inputs and n not in order:
                     order.append(n)
         return order
 
@@ -1953,7 +2069,8 @@ class TrainingLoopPass(PathTransformer):
         ret = ", ".join(rets + extra_returns)
 
         defs = [*params_def, forward, grad]
-        step_args = args
+        update_inputs = step.get("update_inputs", [])
+        step_args = ", ".join([*inputs, *update_inputs])
         call_pre: list = []
         if step["kind"] == "accumulate":
             # One compiled step: gradients accumulate in Parameters, and torch's own condition,
@@ -1974,11 +2091,11 @@ class TrainingLoopPass(PathTransformer):
             lines.append(f"        {ms_('mindspore.ops.assign')}(acc, {ms_('mindspore.ops.zeros_like')}(acc))")
             extra_returns = norm_names
             ret = ", ".join(rets + extra_returns)
-            step_args = ", ".join([*inputs, flag])
+            step_args = ", ".join([*inputs, *update_inputs, flag])
             call_pre = [self._stmt(f"{flag} = {self._code(step['if'].test)}")]
-            call_args = ", ".join([*inputs, f"{ms_('mindspore.Tensor')}({flag})"])
+            call_args = f"{self._call_arguments(step, [*inputs, *update_inputs])}, {ms_('mindspore.Tensor')}({flag})"
         else:
-            call_args = ", ".join(self._as_jit_argument(n) for n in inputs)
+            call_args = self._call_arguments(step, [*inputs, *update_inputs])
         at = defs.index(grad) + 1
         defs.insert(at, self._jit_def(names["step"], step_args, lines + [f"return {ret}"]))
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
@@ -2016,7 +2133,25 @@ class TrainingLoopPass(PathTransformer):
         defs = [forward, grad, *totals]
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
         value = f"({', '.join([loss_name, *outputs])})" if outputs else loss_name
-        args = ", ".join(inputs)
+        args = ", ".join(step.get("arguments", {}).get(n, n) for n in inputs)
+        updates = self._compiled_updates(step) if step.get("compile") and all(fresh.values()) else []
+        if updates:
+            # the gradients and the updates that use only them in one compiled step: a step
+            # run in PyNative launches every kernel from Python (~0.1 s a step)
+            names_ = ", ".join(grads[t] for t in tensors) + ("," if len(tensors) == 1 else "")
+            updates, update_stmts = updates
+            varying = self._varying(update_stmts, set()) - _objects_in(update_stmts)
+            extra = [n for n in dict.fromkeys(n for u in update_stmts for n in ordered_reads(u))
+                     if n in varying and n not in inputs and n not in tensors and n not in grads.values()]
+            lines = [f"{value}, ({names_}) = {names['grad']}({', '.join(inputs)})"]
+            for u in update_stmts:   # (a no_grad block: its comments, then its statements)
+                lines += [e.comment.value for e in u.leading_lines if e.comment]
+                if not isinstance(u, cst.With):
+                    lines.append(self._code(u.with_changes(leading_lines=[])).strip())
+            lines.append(f"return {value}")
+            defs.append(self._jit_def(names["step"], ", ".join([*inputs, *extra]), lines))
+            call = self._call_arguments(step, [*inputs, *extra])
+            return defs, [self._stmt(f"{value} = {names['step']}({call})")], step["after"][updates:]
         if all(fresh.values()):
             names_ = ", ".join(grads[t] for t in tensors) + ("," if len(tensors) == 1 else "")
             return defs, [self._stmt(f"{value}, ({names_}) = {names['grad']}({args})")], step["after"]
@@ -2025,6 +2160,37 @@ class TrainingLoopPass(PathTransformer):
         call_stmts += [self._stmt(f"{grads[t]} = {g}[{i}]" if fresh[t] else f"{grads[t]} = {grads[t]} + {g}[{i}]")
                        for i, t in enumerate(tensors)]
         return defs, call_stmts, step["after"]
+
+    def _compiled_updates(self, step) -> list:
+        """The statements after a hand-trained step's gradients that are its updates
+        (`ops.assign*(w, ...)` of a trained tensor, under no_grad or not), when nothing after
+        them reads a gradient: these go into the compiled step. [] when the step stays in Python."""
+        after, n, updates = step["after"], 0, []
+        while n < len(after):
+            stmt = after[n]
+            inner = list(stmt.body.body) if isinstance(stmt, cst.With) and self._is_no_grad(stmt) else [stmt]
+            if not inner or not all(self._is_update(u, step["tensors"]) for u in inner):
+                break
+            updates += [stmt, *inner] if inner[0] is not stmt else [stmt]
+            n += 1
+        grads = set(step["grads"].values())
+        return [n, updates] if updates and not any(grads & reads(s) for s in after[n:]) else []
+
+    def _is_update(self, stmt, tensors: list[str]) -> bool:
+        call = _call_of(stmt)
+        if call is None or not isinstance(stmt.body[0], cst.Expr) or not call.args:
+            return False
+        func = self._code(call.func)
+        ref = re.fullmatch(r"__msref_(\d+)__", func)
+        leaf = self.refs[int(ref.group(1))] if ref else func
+        return leaf.rsplit(".", 1)[-1] in ("assign", "assign_sub", "assign_add") and \
+            self._code(call.args[0].value) in tensors
+
+    def _call_arguments(self, step, inputs: list[str]) -> str:
+        """The compiled step's call arguments: its inputs, an attribute it reads through an
+        argument (`self.beta`) by its path."""
+        paths = step.get("arguments", {})
+        return ", ".join(paths[n] if n in paths else self._as_jit_argument(n) for n in inputs)
 
     def _as_jit_argument(self, name: str) -> str:
         """A step input that may be a Python list (`word, tag = data` over a list of
@@ -2091,7 +2257,8 @@ class TrainingLoopPass(PathTransformer):
         defs = [forward, grad, self._jit_def(names["step"], args, lines)]
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
         grads = self.fresh("grads")
-        call_stmts = [self._stmt(f"{', '.join(rets + norm_names)}, {grads} = {names['step']}({args})")]
+        call_stmts = [self._stmt(f"{', '.join(rets + norm_names)}, {grads} = {names['step']}"
+                                 f"({self._call_arguments(step, inputs)})")]
         offset = "0"
         for opt in opts:
             apply = self.fresh(f"apply_{opt.rsplit('.', 1)[-1]}")

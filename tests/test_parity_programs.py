@@ -34,6 +34,9 @@ STEPS = {
     "train_step_in_namespace.py": 6,   # two epochs, given on its command line
     "train_nets_side_by_side.py": 8,   # every network steps twice (two batches)
     "train_loop_summed_backward.py": 7,   # two updates of summed gradients (3 passes each)
+    "train_annealed_globals.py": 4,     # into the second epoch: the new beta and lr
+    "train_annealed_attribute.py": 4,   # into the second epoch: the new self.beta
+    "train_one_step_top_level.py": 1,   # its only step
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

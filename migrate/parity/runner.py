@@ -18,7 +18,8 @@ torch      every `Tensor.backward()` is one step (one of another line before any
 mindspore  every call of a jitted function named `train_step*` defined in the program (the script
            or a project module it imports: a Trainer's method in trainer.py) is one
            step (its first output is the loss); so is a call of an undecorated `train_step*`
-           (a step `msmigrate convert` left uncompiled, MSC109). Its state is taken when it
+           (a step `msmigrate convert` left uncompiled, MSC109); tensors trained by hand: each call
+           of the grad function, the step run uncompiled. Its state is taken when it
            returns, and again after each jitted `apply_*` (an optimizer applying its part of the
            step's gradients). Before step 1 the torch initial weights are
            loaded into the network through the weight mapping (each further torch network into the
@@ -1091,6 +1092,10 @@ def run_mindspore(rec: Record, script: str) -> None:
             return applying(compiled)
         if not function.__name__.startswith("train_step"):
             return compiled
+        if torch_meta.get("free_tensors"):
+            # tensors trained by hand: each call of the grad function it holds is the step
+            # (by_hand), which records it from Python: the step runs uncompiled
+            return function
         return recording(function, function if st["uncompiled"] else compiled)
 
     def applying(compiled):

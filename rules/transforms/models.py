@@ -161,11 +161,13 @@ def constructor_call(site, call: cst.Call) -> cst.Call:
 
 def set_train_after_construction(site, name: str | None):
     """torch modules start in training mode, Cells in eval mode: say so where the model is made
-    (children follow their parent, so `self.x = ...`, and locals of `__init__` that become
-    children, need nothing). `name` None: made as an argument of a call (`train(Net(), data)`),
+    (children follow their parent, so in a Cell `self.x = ...`, and locals of `__init__` that
+    become children, need nothing). `name` None: made as an argument of a call (`train(Net(), data)`),
     the construction itself becomes `Net().set_train(True)` (set_train returns the Cell)."""
-    if site.rw.functions[-1:] == ["__init__"] or (name or "").startswith("self."):
-        return None
+    cls = site.rw.class_nodes[-1][0] if site.rw.class_nodes else None
+    in_cell = cls is not None and cls.name.value not in site.rw.ctx.plain_classes
+    if in_cell and (site.rw.functions[-1:] == ["__init__"] or (name or "").startswith("self.")):
+        return None   # a plain object's (a Trainer's) `self.model = Net()` is no child: said below
     if name is None:
         return site.expr("{c}.set_train(True)", c=site.node)
     site.after(f"{name}.set_train(True)", implicit=True)
