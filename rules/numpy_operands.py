@@ -35,9 +35,11 @@ class NumpyOperandsPass(PathTransformer):
         super().__init__()
         self.ctx = ctx
         self.imports = dict(ctx.names.imports)
-        # a file already converted (no torch import) is not changed again: conversion is idempotent
-        self.needed = "numpy" in self.imports.values() and \
-            any(q.split(".")[0] == "torch" for q in self.imports.values()) and self._numpy_on_the_left(ctx.module)
+        # a file already converted (no torch import, or MindSpore's) is not changed again:
+        # conversion is idempotent
+        roots = {q.split(".")[0] for q in self.imports.values()}
+        self.needed = "numpy" in self.imports.values() and "torch" in roots and "mindspore" not in roots \
+            and self._numpy_on_the_left(ctx.module)
         self.path = {id(ctx.module)} if self.needed else set()
 
     def _numpy_call(self, node) -> bool:
