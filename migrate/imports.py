@@ -142,7 +142,7 @@ class ImportPlan:
         module = module.visit(remover)
         new_stmts = [cst.parse_statement(code, config=module.config_for_parsing)
                      for code in sorted(set(needed.values()), key=_import_order)]
-        if wanted:
+        if wanted and not new_stmts:
             module = self._define_after_imports(module, wanted)
         moved = remover.first_top_level_leading
         if not new_stmts:
@@ -161,7 +161,10 @@ class ImportPlan:
         if moved is not None:
             new_stmts[0] = new_stmts[0].with_changes(leading_lines=moved)
         body[at:at] = new_stmts
-        return module.with_changes(body=body)
+        module = module.with_changes(body=body)
+        if wanted:   # after the MindSpore imports: a generated class derives from nn.Cell when defined
+            module = self._define_after_imports(module, wanted, at)
+        return module
 
 
     def _wanted_definitions(self, module: cst.Module) -> set[str]:
@@ -178,10 +181,11 @@ class ImportPlan:
             wanted |= more
             text = "\n".join(self.definitions[name] for name in more)
 
-    def _define_after_imports(self, module: cst.Module, wanted: set[str]) -> cst.Module:
-        """The generated definitions `wanted`, after the file's leading block of imports."""
+    def _define_after_imports(self, module: cst.Module, wanted: set[str], start: int | None = None) -> cst.Module:
+        """The generated definitions `wanted`, after the file's leading block of imports (or the
+        block of imports at `start`: `__author__ = ...` may come before it)."""
         body = list(module.body)
-        at = _after_docstring_and_future(body)
+        at = _after_docstring_and_future(body) if start is None else start
         while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) \
                 and isinstance(body[at].body[0], (cst.Import, cst.ImportFrom)):
             at += 1

@@ -607,3 +607,15 @@ def test_class_name_reused_for_its_object_gets_the_networks_methods(tmp_path):
     torch_out, ms_out = _outputs([src, converted], tmp_path)
     assert ms_out[-1] == torch_out[-1] == "parameters 339", (torch_out, ms_out)
     assert len(_last_numbers(ms_out, "loss")) == 4 and len(_last_numbers(ms_out, "validation")) == 1
+
+
+def test_generated_classes_follow_the_imports_they_derive_from():
+    """A file whose imports follow other statements (`__author__ = ...` first: lx-seq-lstm) got
+    the generated definitions above the MindSpore imports, so `class msmigrate_LSTM(nn.LSTM)`
+    raised NameError when defined. They go after the imports; the file's statements keep their
+    order."""
+    src = ("__author__ = 'someone'\n\nimport torch\nfrom torch import nn\n\n"
+           "lstm = nn.LSTM(4, 8)\nout, _ = lstm(torch.zeros(5, 4))\n")
+    code = convert_source(src, "seq.py").code
+    assert code.index("__author__") < code.index("from mindspore import nn") < code.index("class msmigrate_LSTM"), code
+    assert code.index("class msmigrate_LSTM") < code.index("lstm = msmigrate_LSTM(4, 8)"), code
