@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import libcst as cst
 
-from msmigrate.names import TargetBindings
+from msmigrate.names import TargetBindings, bound_names
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 _MAX_ROUNDS = 4
@@ -48,7 +48,7 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
 
     class _V(TargetBindings):
         def _bind(self, target, value) -> None:
-            found.update(_names_in(target))
+            found.update(bound_names(target))
 
         def visit_CompFor(self, n):
             return False   # a comprehension's variables are its own
@@ -83,16 +83,6 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
 
     node.visit(_V())
     return found
-
-
-def _names_in(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names_in(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []
 
 
 class _Analysis:
@@ -201,7 +191,7 @@ class _Analysis:
             for item in stmt.items:
                 self._scan(item.item, env)
                 if item.asname is not None:
-                    for n in _names_in(item.asname.name):
+                    for n in bound_names(item.asname.name):
                         env[n] = False
             self._suite(stmt.body, env)
         else:   # loops, try, match: a binding inside reaches the statements before it again
@@ -247,7 +237,7 @@ class _Analysis:
                 if isinstance(t.target, cst.Name):
                     env[t.target.value] = value
                 else:
-                    for n in _names_in(t.target):
+                    for n in bound_names(t.target):
                         env[n] = False
         elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
             env[small.target.value] = small.value is not None and self._foreign(small.value, env)

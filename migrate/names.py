@@ -221,6 +221,18 @@ class TargetBindings(cst.CSTVisitor):
             self._bind(node.name.name, None)
 
 
+def bound_names(target) -> list[str]:
+    """The names an assignment or loop target binds (`a`, `a, (b, c)`, `*d`); attributes and
+    subscripts none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return bound_names(target.value)
+    return []
+
+
 class ModuleRebinds(TargetBindings):
     """Module-level names the program binds again while it runs: inside a top-level loop (the
     epoch loop's `beta = ...`, `lr *= 0.5`) or in a function declaring them `global`. A compiled
@@ -265,14 +277,8 @@ class ModuleRebinds(TargetBindings):
         pass   # a comprehension's own names
 
     def _bind(self, target, value) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind(element.value, None)
-        elif isinstance(target, cst.StarredElement):
-            self._bind(target.value, None)
-        elif isinstance(target, cst.Name) and (self._globals[-1] if self._globals else self._loops):
-            if not self._globals or target.value in self._globals[-1]:
-                self.rebound.add(target.value)
+        if self._globals[-1] if self._globals else self._loops:
+            self.rebound.update(n for n in bound_names(target) if not self._globals or n in self._globals[-1])
 
 
 class Bindings(TargetBindings):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import PathTransformer, resolve, walk
+from msmigrate.names import PathTransformer, bound_names, resolve, walk
 from msmigrate.rules.transforms.common import generated_text
 
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
@@ -54,18 +54,18 @@ class NumpyOperandsPass(PathTransformer):
         for n in walk(module):
             if isinstance(n, cst.Assign):
                 for t in n.targets:
-                    for name in _bound(t.target):
+                    for name in bound_names(t.target):
                         bindings.setdefault(name, []).append(n.value if isinstance(t.target, cst.Name) else None)
             elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
-                for name in _bound(n.target):
+                for name in bound_names(n.target):
                     bindings.setdefault(name, []).append(n.value)
             elif isinstance(n, (cst.For, cst.CompFor)):
-                for name in _bound(n.target):
+                for name in bound_names(n.target):
                     bindings.setdefault(name, []).append(None)
             elif isinstance(n, cst.Param):
                 bindings.setdefault(n.name.value, []).append(None)
             elif isinstance(n, cst.AsName):
-                for name in _bound(n.name):
+                for name in bound_names(n.name):
                     bindings.setdefault(name, []).append(None)
         numpy_names: set[str] = set()
         while True:   # names every binding of which is a NumPy value, through arithmetic on them
@@ -124,13 +124,3 @@ def _literal(node) -> bool:
         return all(isinstance(e, cst.Element) and _literal(e.value) for e in node.elements)
     return False
 
-
-def _bound(target) -> list[str]:
-    """The names an assignment target binds (`a`, `a, (b, c)`, `*d`); attributes and subscripts none."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _bound(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _bound(target.value)
-    return []

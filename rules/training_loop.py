@@ -468,6 +468,13 @@ class _ReadRecomputed(cst.CSTTransformer):
         return self._read(original, updated)
 
 
+def _assigned(node) -> list:
+    """The targets an assignment statement (`=`, `+=`, annotated) binds or changes; else none."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+
+
 def _objects_in(stmts: list) -> set[str]:
     """Names the statements call or read attributes of (networks, losses, optimizers): a
     compiled step reads these through its closure (a Cell is no jit argument)."""
@@ -797,8 +804,7 @@ class TrainingLoopPass(PathTransformer):
             return stmt
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         new = stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(args=keep))])
-        self.originals[id(new)] = self.originals.get(id(stmt), stmt)
-        return new
+        return self._rebuilt(stmt, new)
 
     def _gradient_used(self, name: str) -> bool:
         """Whether the program reads `name.grad` / `name.requires_grad`, differentiates w.r.t. it
@@ -1226,7 +1232,9 @@ class TrainingLoopPass(PathTransformer):
             body[b] = self._flag(backward_stmt, "manual", "the accumulation condition depends on this "
                                  "step's results: convert this step by hand")
             return body
-        step["update_inputs"] = self._update_inputs(step, inputs)
+        manual = step["kind"] == "manual"
+        step["update_inputs"] = self._update_inputs(([step["loop"]] if manual else []) + list(step.get("clips", ())),
+                                                    inputs, {step["param"]} if manual else set())
         step["compile"] = python_object is None
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
@@ -1779,18 +1787,14 @@ class TrainingLoopPass(PathTransformer):
         for method in self.classes[-1].body.body:
             if isinstance(method, cst.FunctionDef) and method.name.value != "__init__":
                 for n in walk(method):
-                    targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
-                               [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
-                    assigned |= {dotted(t) for t in targets if isinstance(t, cst.Attribute) and
+                    assigned |= {dotted(t) for t in _assigned(n) if isinstance(t, cst.Attribute) and
                                  isinstance(t.value, cst.Name) and t.value.value == "self"}
         if not assigned:
             return {}
         read, skipped = [], set()
         for s in stmts:   # one the step itself sets (`self.cost = criterion(...)`) is its output
             for n in walk(s):
-                targets = ([t.target for t in n.targets] if isinstance(n, cst.Assign) else
-                           [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
-                skipped |= {dotted(t) for t in targets}
+                skipped |= {dotted(t) for t in _assigned(n)}
         for s in stmts:
             for n in walk(s):
                 if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Attribute):
@@ -1807,21 +1811,13 @@ class TrainingLoopPass(PathTransformer):
                 taken.add(out[path])
         return out
 
-    def _update_inputs(self, step, inputs: list[str]) -> list[str]:
+    def _update_inputs(self, stmts: list, inputs: list[str], own: set[str]) -> list[str]:
         """What the update after the gradients (a hand-written loop over the parameters,
-        clipping) reads that changes between steps (`lr` decayed in the loop): arguments of the
+        clipping, a hand-trained tensor's `ops.assign*`) reads that changes between steps (`lr`
+        decayed in the loop), but for the names it binds itself (`own`): arguments of the
         compiled step after the forward function's."""
-        stmts = ([step["loop"]] if step["kind"] == "manual" else []) + list(step.get("clips", ()))
-        if not stmts:
-            return []
-        varying = self._varying(stmts, set()) - _objects_in(stmts)
-        own = {step["param"]} if step["kind"] == "manual" else set()
-        order = []
-        for s in stmts:
-            for n in ordered_reads(s):
-                if n in varying and n not in own and n not in inputs and n not in order:
-                    order.append(n)
-        return order
+        varying = self._varying(stmts, set()) - _objects_in(stmts) - own - set(inputs) if stmts else set()
+        return [n for n in dict.fromkeys(n for s in stmts for n in ordered_reads(s)) if n in varying]
 
     def _outputs(self, slice_stmts: list, loss_name: str, free: set[str]) -> list[str]:
         scope = self.funcs[-1]
@@ -2134,15 +2130,13 @@ class TrainingLoopPass(PathTransformer):
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
         value = f"({', '.join([loss_name, *outputs])})" if outputs else loss_name
         args = ", ".join(step.get("arguments", {}).get(n, n) for n in inputs)
-        updates = self._compiled_updates(step) if step.get("compile") and all(fresh.values()) else []
-        if updates:
+        updates = self._compiled_updates(step) if step.get("compile") and all(fresh.values()) else None
+        if updates is not None:
             # the gradients and the updates that use only them in one compiled step: a step
             # run in PyNative launches every kernel from Python (~0.1 s a step)
             names_ = ", ".join(grads[t] for t in tensors) + ("," if len(tensors) == 1 else "")
             updates, update_stmts = updates
-            varying = self._varying(update_stmts, set()) - _objects_in(update_stmts)
-            extra = [n for n in dict.fromkeys(n for u in update_stmts for n in ordered_reads(u))
-                     if n in varying and n not in inputs and n not in tensors and n not in grads.values()]
+            extra = self._update_inputs(update_stmts, inputs, {*tensors, *grads.values()})
             lines = [f"{value}, ({names_}) = {names['grad']}({', '.join(inputs)})"]
             for u in update_stmts:   # (a no_grad block: its comments, then its statements)
                 lines += [e.comment.value for e in u.leading_lines if e.comment]
@@ -2161,10 +2155,11 @@ class TrainingLoopPass(PathTransformer):
                        for i, t in enumerate(tensors)]
         return defs, call_stmts, step["after"]
 
-    def _compiled_updates(self, step) -> list:
+    def _compiled_updates(self, step) -> tuple[int, list] | None:
         """The statements after a hand-trained step's gradients that are its updates
         (`ops.assign*(w, ...)` of a trained tensor, under no_grad or not), when nothing after
-        them reads a gradient: these go into the compiled step. [] when the step stays in Python."""
+        them reads a gradient: how many of `after` they are, and their statements (a no_grad
+        block's after it), for the compiled step. None when the step stays in Python."""
         after, n, updates = step["after"], 0, []
         while n < len(after):
             stmt = after[n]
@@ -2174,7 +2169,7 @@ class TrainingLoopPass(PathTransformer):
             updates += [stmt, *inner] if inner[0] is not stmt else [stmt]
             n += 1
         grads = set(step["grads"].values())
-        return [n, updates] if updates and not any(grads & reads(s) for s in after[n:]) else []
+        return (n, updates) if updates and not any(grads & reads(s) for s in after[n:]) else None
 
     def _is_update(self, stmt, tensors: list[str]) -> bool:
         call = _call_of(stmt)
