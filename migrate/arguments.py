@@ -62,6 +62,7 @@ class _Scope:
         # name -> values assigned to it by `name = value` (None: bound some other way)
         self.values: dict[str, list] = {}
         self.nonlocal_: set[str] = set()
+        self.defined: dict[str, int] = {}   # name -> how many of its None values are a def, class or import
         assigned: set[int] = set()   # targets of `name = value` (their value is recorded)
         for n in _own_nodes(body if not isinstance(node, ast.Lambda) else [node.body]):
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
@@ -72,9 +73,12 @@ class _Scope:
                     self.values.setdefault(n.id, []).append(None)
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.values.setdefault(n.name, []).append(None)
+                self.defined[n.name] = self.defined.get(n.name, 0) + 1
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 for a in n.names:
-                    self.values.setdefault((a.asname or a.name).split(".")[0], []).append(None)
+                    bound = (a.asname or a.name).split(".")[0]
+                    self.values.setdefault(bound, []).append(None)
+                    self.defined[bound] = self.defined.get(bound, 0) + 1
             elif isinstance(n, (ast.Global, ast.Nonlocal)):
                 self.nonlocal_.update(n.names)
             elif isinstance(n, ast.ExceptHandler) and n.name:
@@ -224,6 +228,11 @@ class _Analysis:
                 return None
             return self.param(func.name, expr.id, depth)
         values = owner.values.get(expr.id, [])
+        if values.count(None) == owner.defined.get(expr.id, 0) and any(
+                isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == expr.id for v in values):
+            # `Net = Net(...)`: the class (defined or imported) is made into the object the name
+            # holds from then on
+            values = [v for v in values if v is not None]
         found = {None if v is None else self.value(v, owner, depth + 1) for v in values}
         return found.pop() if len(found) == 1 else None
 

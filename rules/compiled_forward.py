@@ -110,15 +110,18 @@ class CompiledForwardPass(PathTransformer):
     def _is_no_grad(self, expr) -> bool:
         return resolve(expr.func if isinstance(expr, cst.Call) else expr, self.imports) in NO_GRAD
 
-    def _differentiated(self, ancestors: list, depth: int) -> bool:
+    def _differentiated(self, ancestors: list, depth: int, called: str = "") -> bool:
         """Whether a statement after the node in an enclosing block of its scope (or after a call
-        of its function, `depth` callers up) differentiates: the node may then feed a loss."""
+        of its function, `depth` callers up) differentiates: the node may then feed a loss. The
+        statement calling the function (`called`) counts for what else it does: the function's
+        own differentiation is what its body shows (`train(model)` of a train() that also
+        evaluates)."""
         code = self.ctx.module.code_for_node
         start = max((i for i, a in enumerate(ancestors) if isinstance(a, _SCOPES)), default=0)
         chain = ancestors[start:]
         for parent, child in zip(chain, chain[1:]):
             if isinstance(child, (cst.SimpleStatementLine, cst.BaseSmallStatement)) \
-                    and self._differentiates(code(child), self.differentiating):
+                    and self._differentiates(code(child), self.differentiating - {called}):
                 return True
             body = getattr(parent, "body", None)
             if isinstance(body, (list, tuple)):
@@ -135,7 +138,7 @@ class CompiledForwardPass(PathTransformer):
             callers = _Callers(scope.name.value)
             self.ctx.module.visit(callers)
             chains = self.callers[scope.name.value] = callers.chains
-        return any(self._differentiated(chain, depth - 1) for chain in chains)
+        return any(self._differentiated(chain, depth - 1, scope.name.value) for chain in chains)
 
     def _grows(self, call: cst.Call, loop) -> bool:
         """An argument rebound in the loop by a concatenation (a sequence growing per step)."""

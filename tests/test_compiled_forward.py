@@ -100,6 +100,33 @@ def test_a_function_given_the_network_under_no_grad_is_compiled():
                      "in batches for _ in range(1)]", "print(msmigrate_forward(net, x))"]
 
 
+def test_a_function_that_trains_then_evaluates_compiles_its_evaluation():
+    # the call `train(net, ...)` differentiates only through train's own body, which the
+    # evaluation loop comes after; `Net = Net()` (ls-gru-sine) is one network from then on
+    calls = compiled_calls("""
+        def train(net, batches):
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for epoch in range(2):
+                for x in batches:
+                    opt.zero_grad()
+                    net(x).sum().backward()
+                    opt.step()
+                for x in batches:
+                    print(net(x).sum().item())
+
+        Net = Net()
+        train(Net, data)
+        """)
+    assert calls == ["print(msmigrate_forward(net, x).sum().item())"]
+    # ... but a call statement that also differentiates what the function returns is no evaluation
+    assert compiled_calls("""
+        def outputs(net, batches):
+            return [net(x) for x in batches]
+
+        outputs(model, data)[0].sum().backward()
+        """) == []
+
+
 def test_a_growing_input_is_not_compiled():
     assert compiled_calls("""
         with torch.no_grad():
