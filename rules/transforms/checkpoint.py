@@ -14,8 +14,9 @@ import re
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg
-from msmigrate.names import dotted, fresh_name, resolve
+from msmigrate.names import dotted, fresh_name, resolve, walk
 from msmigrate.rules.transforms.common import generated_text
+from msmigrate.rules.transforms.dtypes import bound_values
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 
@@ -54,13 +55,37 @@ def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
 def _checkpoint_call(site, action: str, path, args: list[cst.Arg]) -> cst.Call:
     """ms.save_checkpoint(*args, renamed path) / ms.load_checkpoint(renamed path, *args) where the
     source shows the file name; else the generated function keeping the program's own name
-    (rules/generated/checkpoint_files.py)."""
+    (rules/generated/checkpoint_files.py), also where the file names it elsewhere (`os.replace(
+    '.model.pth', 'model.pth')` after saving, `os.path.exists('best.pth')`): a renamed file would not
+    be there."""
     renamed = _ckpt_path(site, path)
+    if renamed is not None and isinstance(path, cst.SimpleString) and path.evaluated_value in _named_elsewhere(site):
+        renamed = None
     if renamed is not None:
         func = site.ref(f"mindspore.{action}_checkpoint")
     else:
         func, renamed = generated_text(site.rw.imports, "checkpoint_files", f"msmigrate_{action}_checkpoint"), path
     return site.call(func, args[:1] + [cst.Arg(renamed)] + args[1:] if action == "save" else [cst.Arg(renamed), *args])
+
+
+def _named_elsewhere(site) -> set[str]:
+    """The string literals of the file other than the file names torch.save / torch.load are given."""
+    module = site.rw.module
+    cached = getattr(site.rw, "_msmigrate_named_elsewhere", None)
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    imports = site.rw.ctx.names.imports
+    paths: set[int] = set()
+    for node in walk(module):
+        if isinstance(node, cst.Call) and resolve(node.func, imports) in ("torch.save", "torch.load"):
+            at = 1 if resolve(node.func, imports) == "torch.save" else 0
+            for i, arg in enumerate(node.args):
+                if (arg.keyword is None and i == at) or (arg.keyword is not None and arg.keyword.value == "f"):
+                    paths.add(id(arg.value))
+    named = {node.evaluated_value for node in walk(module)
+             if isinstance(node, cst.SimpleString) and id(node) not in paths and isinstance(node.evaluated_value, str)}
+    site.rw._msmigrate_named_elsewhere = (module, named)
+    return named
 
 
 def _renamed(text: str) -> str | None:
@@ -82,6 +107,11 @@ def _params_of(node) -> cst.BaseExpression | None:
     return None
 
 
+def _is_optimizer(site, expr) -> bool:
+    rec = site.instance_record(expr)
+    return rec is not None and rec.torch.startswith("torch.optim.")
+
+
 def _is_cell(site, expr) -> bool:
     rec = site.instance_record(expr)
     return rec is not None and rec.torch.startswith(("torch.nn.", "torch.optim."))
@@ -91,6 +121,33 @@ def _is_table(node) -> bool:
     """A parameter table, before (`m.state_dict()`) or after (`m.parameters_dict()`) conversion."""
     return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
             and node.func.attr.value in ("state_dict", "parameters_dict"))
+
+
+def _holds_table(site, expr, depth: int = 0) -> bool:
+    """A parameter table, a copy of one (`copy.deepcopy(m.state_dict())`, `dict(sd)`, `sd.copy()`,
+    `{k: v.clone() for k, v in sd.items()}`), or a name every binding of which in its scope is
+    one or None: `best_state = copy.deepcopy(model.state_dict())` saved as {"model": best_state}."""
+    if depth > 4:
+        return False
+    if _is_table(expr):
+        return True
+    if isinstance(expr, cst.Call):
+        func = resolve(expr.func, site.rw.ctx.names.imports) or ""
+        if func in ("copy.deepcopy", "copy.copy") or (isinstance(expr.func, cst.Name) and expr.func.value == "dict"
+                                                      and site.rw.scopes.resolve(expr.func) is None):
+            return len(expr.args) == 1 and _holds_table(site, expr.args[0].value, depth + 1)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "copy" and not expr.args:
+            return _holds_table(site, expr.func.value, depth + 1)
+        return False
+    if isinstance(expr, cst.DictComp):
+        source = expr.for_in.iter
+        return isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) \
+            and source.func.attr.value == "items" and _holds_table(site, source.func.value, depth + 1)
+    if isinstance(expr, cst.Name):
+        values = [v for v in bound_values(site.rw, expr.value) or [None]
+                  if not (isinstance(v, cst.Name) and v.value == "None")]
+        return bool(values) and all(v is not None and _holds_table(site, v, depth + 1) for v in values)
+    return False
 
 
 def _pickled(site, obj) -> bool:
@@ -153,13 +210,17 @@ def save(site):
 
 def _save_dict(site, obj: cst.Dict, path):
     """{'model': m.state_dict(), 'optimizer': o.state_dict(), 'epoch': e} -> one flat checkpoint:
-    the parameter tables merged, the rest as append_dict (int/float/bool/str only)."""
+    the parameter tables merged, the rest as append_dict (int/float/bool/str only). An optimizer's
+    table holds the current parameters too (under their own names): it is merged first, so a
+    model table saved with it, a copy of the best weights maybe, keeps its values."""
     tables, extras = [], []
     for el in obj.elements:
         if not isinstance(el, cst.DictElement):
             raise Unconvertible("a checkpoint dict with ** entries", "manual")
         owner = _params_of(el.value)
-        if owner is not None:
+        if owner is not None and _is_optimizer(site, owner):
+            tables.insert(0, el.value)
+        elif owner is not None or _holds_table(site, el.value):
             tables.append(el.value)
         elif isinstance(el.value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) or (
                 isinstance(el.value, cst.Call) and isinstance(el.value.func, cst.Attribute)

@@ -365,11 +365,14 @@ class _Bindings(TargetBindings):
             if target.value == self.name:
                 self.values.append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self._bind(e.value, None)
+            values = [None] * len(target.elements)
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) and not any(
+                    isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+                values = [e.value for e in value.elements]   # `best_loss, best = loss, model.state_dict()`
+            for e, v in zip(target.elements, values):
+                self._bind(e.value, v)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None)
-
 
     def visit_Global(self, node) -> None:
         if any(n.name.value == self.name for n in node.names):
@@ -394,6 +397,13 @@ class _Bindings(TargetBindings):
 
     def visit_Lambda(self, node) -> bool:
         return False
+
+
+def bound_values(rw, name: str) -> list | None:
+    """The values bound to `name` in the innermost scope around the statement being converted
+    that binds it (None items: not a plain assignment); None where no scope does."""
+    scopes = [f.node for f in rw.frames if isinstance(f.node, cst.FunctionDef)][::-1] + [rw.module]
+    return next((values for scope in scopes if (values := _scope_values(scope, name)) is not None), None)
 
 
 def _scope_values(scope, name: str) -> list | None:
@@ -509,15 +519,12 @@ def _name_kind(rw, name: str, seen: frozenset) -> str | None:
         if value is not _UNKNOWN and value is not _NOT_FOUND:
             found = kind(rw, value, seen | {name})
             return found if found in _NAME_KINDS else None
-    scopes = [f.node for f in rw.frames if isinstance(f.node, cst.FunctionDef)][::-1] + [rw.module]
-    for scope in scopes:
-        values = _scope_values(scope, name)
-        if values is None:
-            continue
-        kinds = {kind(rw, v, seen | {name}) if v is not None else None for v in values}
-        found = kinds.pop() if len(kinds) == 1 else None
-        return found if found in _NAME_KINDS else None
-    return None
+    values = bound_values(rw, name)
+    if values is None:
+        return None
+    kinds = {kind(rw, v, seen | {name}) if v is not None else None for v in values}
+    found = kinds.pop() if len(kinds) == 1 else None
+    return found if found in _NAME_KINDS else None
 
 
 # ---- the casts ---------------------------------------------------------------------------
