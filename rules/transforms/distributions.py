@@ -138,11 +138,38 @@ def _define(site, name: str) -> cst.Name:
     from msmigrate.rules.generated import distributions as generated
 
     obj = getattr(generated, name)
-    source = textwrap.dedent(inspect.getsource(obj))
+    source = _file_imports(site.rw.imports, textwrap.dedent(inspect.getsource(obj)))
     for used in dict.fromkeys(re.findall(r"\bmsmigrate_\w+", source)):
         if used != name and hasattr(generated, used):
             _define(site, used)
     return site.rw.imports.define(name, source)
+
+
+def _file_imports(plan, source: str) -> str:
+    """The imports inside a generated definition's functions made the file's (`plan`: its
+    ImportPlan), every name they bind rewritten to the file's reference: MindSpore's compiled code
+    rejects an import statement ("Unsupported statement 'Import'"), and a distribution's log_prob
+    is called in a compiled construct (a flow's prior)."""
+    import ast
+
+    tree = ast.parse(source)
+    bound, drop = {}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node not in tree.body \
+                and not getattr(node, "level", 0):
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    name = alias.asname or alias.name.split(".")[0]
+                    bound[name] = alias.name if alias.asname else name
+                else:
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            drop.update(range(node.lineno, node.end_lineno + 1))
+    if not bound:
+        return source
+    code = {name: cst.Module([]).code_for_node(plan.ref(qualname)) for name, qualname in bound.items()}
+    lines = [line for i, line in enumerate(source.splitlines(keepends=True), 1) if i not in drop]
+    return re.sub(r"(?<![\w.])(%s)(?!\w)(?!\s*=[^=])" % "|".join(map(re.escape, code)),
+                  lambda m: code[m.group(1)], "".join(lines))
 
 
 def generated_class(site):
