@@ -520,8 +520,9 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
                             f"valid content")
         return site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(data)])), cst.Arg(site.ref(dtype))])
-    if values[0] is None and len(items) == 1 and _is_plain_reference(data):
-        # torch.LongTensor(n): a size when n is an int, data otherwise; which one is read at run time
+    if values[0] is None and len(items) == 1 and (_is_plain_reference(data) or _is_arithmetic(data)):
+        # torch.LongTensor(n) / torch.Tensor(3 * K - 1): a size when n is an int, data otherwise;
+        # which one is read at run time
         site.flag("review", f"{site.qualname}({site.code(data)}): an int is a size (torch leaves the memory "
                             f"uninitialised; zeros are one valid content), anything else data")
         return cst.IfExp(
@@ -555,6 +556,21 @@ def _is_plain_reference(node) -> bool:
     while isinstance(node, cst.Attribute):
         node = node.value
     return isinstance(node, cst.Name)
+
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+def _is_arithmetic(node) -> bool:
+    """Integer-style arithmetic over names, attribute chains and int literals (`3 * K - 1`,
+    `n + 1`, `dim // 2`): reading it twice reads the same value."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+        return all(isinstance(side, cst.Integer) or _is_plain_reference(side) or _is_arithmetic(side)
+                   for side in (node.left, node.right))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return isinstance(node.expression, cst.Integer) or _is_plain_reference(node.expression) \
+            or _is_arithmetic(node.expression)
+    return False
 
 
 @_calls("input")
