@@ -303,3 +303,62 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     assert [g[0] for g in got["images"]] == [e[0] for e in expected], got["images"]
     assert [g[2] for g in got["images"]] == [e[2] for e in expected]
     assert all(abs(g[1] - e[1]) < 1e-5 for g, e in zip(got["images"], expected)), got["images"]
+
+
+INDEXED_PROGRAM = '''
+import json
+import torch
+import torchvision
+from torchvision import datasets, transforms
+
+
+def load():
+    trans = transforms.Compose([transforms.Pad(2), transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])
+    train = torchvision.datasets.MNIST(root="data", train=True, download=True, transform=trans)
+    return train
+
+
+def pick(dataset, indices):   # indexes a dataset it is given (mm-siamese-mnist: in another file)
+    return torch.stack([dataset[i][0] for i in indices]), [dataset[i][1] for i in indices]
+
+
+train = load()
+xs, ys = pick(train, [0, 3, 5])
+raw = datasets.MNIST("data", train=False)
+img, label = raw[2]
+folder = datasets.ImageFolder("images", transform=transforms.ToTensor())
+fx, fy = folder[1]
+print(json.dumps({"xs": [list(xs.shape), float(xs.sum())], "ys": ys, "len": len(train),
+                  "raw": [type(img).__name__, list(img.size), img.getpixel((4, 3)), label, type(label).__name__],
+                  "folder": [list(fx.shape), float(fx.sum()), fy]}))
+'''
+
+
+@pytest.mark.framework
+def test_indexed_torchvision_datasets_give_torchs_samples(tmp_path):
+    """A torchvision dataset indexed (`dataset[i]`) where the file indexes it, returns it or hands
+    it to a function of the project: a MindSpore reader is not indexable, so the file stopped at
+    its top (indexed here) or crashed ('MapDataset' object is not subscriptable: indexed in a
+    function it was given). Converted, each sample is torchvision's: the transform applied to
+    the PIL image, the label a Python int; without a transform, the PIL image itself."""
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(2)
+    train_images = rng.integers(0, 256, (8, 28, 28), dtype=np.uint8)
+    test_images = rng.integers(0, 256, (4, 28, 28), dtype=np.uint8)
+    _write_mnist(raw, "train", train_images)
+    _write_mnist(raw, "t10k", test_images)
+    pixels = rng.integers(0, 256, (2, 3, 5, 3), dtype=np.uint8)
+    for cls, image in zip(("ant", "bee"), pixels):
+        (tmp_path / "images" / cls).mkdir(parents=True)
+        Image.fromarray(image).save(tmp_path / "images" / cls / "a.png", "PNG")
+    converted = _convert(INDEXED_PROGRAM)
+    assert "msmigrate_IndexedReader(" in converted and "MSC108" not in converted, converted
+    got = run_script(NO_TORCH + converted, timeout=240, cwd=str(tmp_path))
+    # torchvision: Pad(2) with zeros, ToTensor (/255), Normalize(0.5, 0.5)
+    padded = np.pad(train_images[[0, 3, 5]] / 255.0, ((0, 0), (2, 2), (2, 2)))
+    assert got["xs"][0] == [3, 1, 32, 32]
+    assert abs(got["xs"][1] - float(((padded - 0.5) / 0.5).sum())) < 1e-2, got["xs"]
+    assert got["ys"] == [0, 3, 5] and got["len"] == 8
+    assert got["raw"] == ["Image", [28, 28], int(test_images[2, 3, 4]), 2, "int"]
+    assert got["folder"] == [[3, 3, 5], pytest.approx(float(pixels[1].sum()) / 255.0, rel=1e-5), 1]

@@ -11,12 +11,13 @@ A named loader keeps its source as `loader.dataset` (torch's attribute) where th
 """
 from __future__ import annotations
 
+import builtins
 import re
 
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
-from msmigrate.names import dotted
+from msmigrate.names import dotted, is_source, resolve
 from msmigrate.rules.generated import data as generated_data
 from msmigrate.rules.generated import vision as generated_vision
 from msmigrate.rules.transforms.common import generated
@@ -946,7 +947,56 @@ def vision_reader(site):
     if label == "fine_label":  # torch's CIFAR100 targets are the fine labels
         pipeline = site.expr("{p}.project(['image', 'fine_label'])", p=pipeline)
     _dataset_attributes(site, reader, label)
-    return _with_transforms(site, pipeline, label)
+    return _indexable(site, _with_transforms(site, pipeline, label), pipeline)
+
+
+def _indexable(site, pipeline, samples):
+    """The converted reader, indexable (`dataset[i]`) where the file may index it: it indexes the
+    name, returns it, or passes it to a function of the project (mm-siamese-mnist picks pairs by
+    index in another file). A MindSpore reader is not indexable: rules/generated/data.py's
+    msmigrate_IndexedReader reads `samples` (untransformed) and applies the transforms per access."""
+    name = site.assigned_name
+    stmt = site.statement
+    if name is None or stmt.body[0].value is not site.rw.original_call or not _may_be_indexed(site, name):
+        return pipeline   # (the dataset built inside another call, DataLoader(MNIST(...)): not this name's)
+    helper = generated(site, generated_data.msmigrate_IndexedReader)
+    options = [cst.Arg(pipeline), cst.Arg(samples)]
+    for field in ("transform", "target_transform"):
+        value = site.arg(field)
+        if value is not None and site.code(value) != "None":
+            options.append(kwarg(field, value))
+    return cst.Call(func=helper, args=_commas(options))
+
+
+def _may_be_indexed(site, name: str) -> bool:
+    code = site.rw.module_code
+    if re.search(rf"(?<![\w.]){re.escape(name)}\[", code):
+        return True
+    imports = site.rw.ctx.names.imports
+
+    class Escapes(cst.CSTVisitor):
+        found = False
+
+        def visit_Return(self, node) -> None:
+            if node.value is not None and any(isinstance(n, cst.Name) and n.value == name
+                                              for n in _names_of(node.value)):
+                self.found = True
+
+        def visit_Call(self, node) -> None:
+            callee = resolve(node.func, imports) or ""
+            builtin = isinstance(node.func, cst.Name) and node.func.value in dir(builtins)
+            library = is_source(callee) or callee.split(".")[0] in ("numpy", "mindspore")
+            if not builtin and not library and any(isinstance(a.value, cst.Name) and a.value.value == name
+                                                   for a in node.args):
+                self.found = True   # a function of the project
+
+    finder = Escapes()
+    site.rw.module.visit(finder)
+    return finder.found
+
+
+def _names_of(expr) -> list:
+    return [e.value for e in expr.elements] if isinstance(expr, (cst.Tuple, cst.List)) else [expr]
 
 
 # torchvision's class names of the datasets whose names are fixed (CIFAR100 reads its meta file)
@@ -984,9 +1034,6 @@ def _dataset_attributes(site, reader, label: str) -> None:
         site.flag("manual", f"{site.qualname}: {name}.{'/'.join(sorted(written))} is assigned, but a MindSpore "
                             f"reader reads its files: take a prefix with {name}.take(n), filter rows with "
                             f"{name}.filter(...), or build a GeneratorDataset from the arrays", stop=True)
-    if re.search(rf"(?<![\w.]){re.escape(name)}\[", code):
-        site.flag("manual", f"{site.qualname}: a MindSpore reader is not indexable ({name}[i]): iterate "
-                            f"{name}.create_tuple_iterator(output_numpy=True) for samples", stop=True)
     folder = site.qualname == "torchvision.datasets.ImageFolder"
     for field in sorted(read):
         value = None
@@ -1048,7 +1095,7 @@ def image_folder(site):
         kwarg("extensions", extensions)]))
     _dataset_attributes(site, cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
         cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("extensions", extensions)])), "label")
-    return _with_transforms(site, reader, "label")
+    return _indexable(site, _with_transforms(site, reader, "label"), reader)
 
 
 # ---- torchvision transforms ---------------------------------------------------------------
