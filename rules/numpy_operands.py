@@ -6,7 +6,11 @@ MindSpore's next op rejects ("Failed calling Cos with input=<class 'numpy.ndarra
 which no gradient flows. Where the file shows such an operand, a generated function giving
 MindSpore's Tensor torch's priority is called once after the imports (it changes the Tensor
 class for the whole process, as torch's attribute is there for every torch program; an ndarray
-on the left then raises TypeError, as torch's does).
+on the left then raises TypeError, as torch's does). A NumPy value on the right of +, -, *, / or
+** (`position * div_term[0::2]`, `div_term = 1 / 10000 ** (np.arange(d) / d)`): torch's Tensor
+reads the array as a tensor, MindSpore's rejects it ("Failed calling Mul with other=ndarray"); a
+second generated function makes those five operators of MindSpore's Tensor read an ndarray as
+ms.Tensor(array), in Python code.
 
 The operand is visibly NumPy's when it calls a NumPy function or reads a name every binding of
 which in the file is such a call (or arithmetic on such names: `A = 1 / (2 * np.cos(phi))`; a
@@ -24,6 +28,7 @@ from msmigrate.rules.transforms.common import generated_text
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
               cst.MatrixMultiply)
 FUNCTION = "msmigrate_numpy_defers_to_tensors"
+ARRAYS_FUNCTION = "msmigrate_tensor_takes_ndarrays"
 
 
 class NumpyOperandsPass(PathTransformer):
@@ -38,8 +43,9 @@ class NumpyOperandsPass(PathTransformer):
         # a file already converted (no torch import, or MindSpore's) is not changed again:
         # conversion is idempotent
         roots = {q.split(".")[0] for q in self.imports.values()}
-        self.needed = "numpy" in self.imports.values() and "torch" in roots and "mindspore" not in roots \
-            and self._numpy_on_the_left(ctx.module)
+        self.sides = self._numpy_operands(ctx.module) \
+            if "numpy" in self.imports.values() and "torch" in roots and "mindspore" not in roots else set()
+        self.needed = bool(self.sides)
         self.path = {id(ctx.module)} if self.needed else set()
 
     def _numpy_call(self, node) -> bool:
@@ -49,7 +55,10 @@ class NumpyOperandsPass(PathTransformer):
         return any(isinstance(n, (cst.Name, cst.Attribute)) and
                    (resolve(n, self.imports) or "").split(".")[0] in ("torch", "mindspore") for n in walk(node))
 
-    def _numpy_on_the_left(self, module) -> bool:
+    def _numpy_operands(self, module) -> set[str]:
+        """"left" where a NumPy value is on the left of an operator with a non-literal operand,
+        "right" where one is on the right of an arithmetic operator (a Tensor's +, -, *, /, **
+        take an ndarray in torch)."""
         bindings: dict[str, list] = {}   # name -> the values bound to it (None: a binding with no value seen)
         for n in walk(module):
             if isinstance(n, cst.Assign):
@@ -74,6 +83,7 @@ class NumpyOperandsPass(PathTransformer):
             if not more:
                 break
             numpy_names |= more
+        sides: set[str] = set()
         for n in walk(module):
             if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, _OPERATORS):
                 left, right = n.left, n.right
@@ -81,12 +91,32 @@ class NumpyOperandsPass(PathTransformer):
                 left, right = n.left, n.comparisons[0].comparator
             else:
                 continue
-            held = right.value if isinstance(right, cst.Subscript) else right   # bound[1] of bound = [0, 1]
-            constant = _literal(right) or (isinstance(held, cst.Name) and held.value in bindings and all(
-                v is not None and _literal(v) for v in bindings[held.value]))
-            if self._numpy(left, numpy_names) and not self._torch(left) and not constant \
-                    and not self._numpy(right, numpy_names):
-                return True
+            sides |= {side for side, this, other in (("left", left, right), ("right", right, left))
+                      if (side == "left" or isinstance(n, cst.BinaryOperation) and isinstance(
+                          n.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power))
+                          and self._array(this, bindings))
+                      and self._numpy(this, numpy_names) and not self._torch(this)
+                      and not _constant(other, bindings) and not self._numpy(other, numpy_names)}
+        return sides
+
+    def _array(self, node, bindings, depth: int = 0) -> bool:
+        """Visibly an ndarray, not a NumPy scalar (MindSpore's Tensor takes np.float64 on its right,
+        `scores / np.sqrt(d_k)`): an array constructor's call, arithmetic or a slice of one, or a
+        name every binding of which is one (`div_term = 1 / 10000 ** (np.arange(d) / d)`)."""
+        if depth > 8:
+            return False
+        if isinstance(node, cst.Call):
+            return (resolve(node.func, self.imports) or "") in _ARRAYS
+        if isinstance(node, cst.BinaryOperation):
+            return self._array(node.left, bindings, depth + 1) or self._array(node.right, bindings, depth + 1)
+        if isinstance(node, cst.UnaryOperation):
+            return self._array(node.expression, bindings, depth + 1)
+        if isinstance(node, cst.Subscript):
+            return any(isinstance(e.slice, cst.Slice) for e in node.slice) and self._array(node.value, bindings,
+                                                                                           depth + 1)
+        if isinstance(node, cst.Name):
+            values = bindings.get(node.value) or [None]
+            return all(v is not None and self._array(v, bindings, depth + 1) for v in values)
         return False
 
     def _numpy(self, node, numpy_names: set[str]) -> bool:
@@ -95,7 +125,13 @@ class NumpyOperandsPass(PathTransformer):
     def leave_Module(self, original, updated):
         if not self.needed:
             return updated
-        name = generated_text(self.ctx.plan, "numpy_operands", FUNCTION).value
+        calls = []
+        if "left" in self.sides:
+            name = generated_text(self.ctx.plan, "numpy_operands", FUNCTION).value
+            calls.append(f"{name}()  # NumPy scalars on the left of an operator give Tensors, as in torch\n")
+        if "right" in self.sides:
+            name = generated_text(self.ctx.plan, "numpy_operands", ARRAYS_FUNCTION).value
+            calls.append(f"{name}()  # a Tensor's +, -, *, /, ** take an ndarray on their right, as in torch\n")
         body = list(updated.body)
         at = 0
         while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) and (
@@ -103,9 +139,22 @@ class NumpyOperandsPass(PathTransformer):
                 (at == 0 and isinstance(body[at].body[0], cst.Expr)
                  and isinstance(body[at].body[0].value, (cst.SimpleString, cst.ConcatenatedString)))):
             at += 1
-        call = cst.parse_statement(f"{name}()  # NumPy scalars on the left of an operator give Tensors, as in torch\n")
-        body[at:at] = [call]
+        body[at:at] = [cst.parse_statement(call) for call in calls]
         return updated.with_changes(body=body)
+
+
+# NumPy functions whose result is an array (of any shape given, or of the data given)
+_ARRAYS = frozenset(f"numpy.{f}" for f in ("array", "asarray", "arange", "linspace", "logspace", "zeros", "ones",
+                                           "empty", "full", "eye", "identity", "zeros_like", "ones_like",
+                                           "full_like", "stack", "concatenate", "vstack", "hstack"))
+
+
+def _constant(node, bindings) -> bool:
+    """A literal, or a name bound only to literals, or an item of one (`EPSILON = 0.9`, `bound[1]`
+    of `bound = [0, 0.5]`)."""
+    held = node.value if isinstance(node, cst.Subscript) else node
+    return _literal(node) or (isinstance(held, cst.Name) and held.value in bindings and all(
+        v is not None and _literal(v) for v in bindings[held.value]))
 
 
 def _literal(node) -> bool:

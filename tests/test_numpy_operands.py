@@ -64,3 +64,48 @@ def test_the_priority_is_given_where_a_numpy_value_is_on_the_left(source, added)
         at = lines.index(next(ln for ln in lines if ln.startswith(CALL)))
         assert all(not ln.startswith(("import ", "from ")) for ln in lines[at:])
         assert code.index(f"def {CALL}") < code.index(f"\n{CALL}")
+
+
+ARRAYS_CALL = "msmigrate_tensor_takes_ndarrays()"
+ARRAYS_PROGRAM = '''
+import json
+import numpy as np
+import torch
+
+d = 6
+div_term = 1 / (10000 ** ((2 * np.arange(d)) / d))
+position = torch.arange(0, 5, dtype=torch.float).unsqueeze(1)
+pe = torch.zeros(5, d)
+pe[:, 0::2] = torch.sin(position * div_term[0::2])
+pe[:, 1::2] = torch.cos(position * div_term[1::2])
+shifted = position - np.ones((5, 1), dtype=np.float32)
+print(json.dumps({"pe": pe.tolist(), "dtype": str(pe.dtype).split(".")[-1], "shifted": shifted.tolist(),
+                  "wide": str((position * div_term).dtype).split(".")[-1].lower()}))
+'''
+
+
+@pytest.mark.framework
+def test_an_ndarray_on_the_right_of_a_tensor_operator_gives_torch_values(tmp_path):
+    result = convert_source(ARRAYS_PROGRAM, "arrays.py")
+    assert result.code.count(f"\n{ARRAYS_CALL}") == 1, result.code
+    src, out = tmp_path / "arrays.py", tmp_path / "arrays_ms.py"
+    src.write_text(ARRAYS_PROGRAM)
+    out.write_text(result.code)
+    want, got = _run(src, tmp_path), _run(out, tmp_path)
+    np.testing.assert_allclose(np.array(got["pe"]), np.array(want["pe"]), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.array(got["shifted"]), np.array(want["shifted"]))
+    assert got["wide"] == want["wide"] == "float64"   # the array read as a float64 tensor, as torch does
+
+
+@pytest.mark.parametrize("source, added", [
+    ("import numpy as np\nimport torch\nw = np.arange(3)\ny = torch.ones(3) * w\n", True),
+    ("import numpy as np\nimport torch\ny = torch.ones(3) - np.ones(3)\n", True),
+    ("import numpy as np\nimport torch\ny = torch.ones(3) * 2.0\n", False),
+    ("import numpy as np\nimport torch\ny = torch.ones(3) @ torch.ones(3)\n", False),
+    ("import numpy as np\nimport torch\nw = np.arange(3)\nok = torch.ones(3) < w\n", False),   # torch's < refuses it
+    # NumPy scalars: MindSpore's Tensor takes them (BERT's `scores / np.sqrt(d_k)`, cgan's int(np.prod(...)))
+    ("import numpy as np\nimport torch\ny = torch.ones(3) / np.sqrt(8)\n", False),
+    ("import numpy as np\nimport torch\nn = 3 + int(np.prod((2, 2)))\ny = torch.ones(3) * n\n", False),
+])
+def test_the_array_operators_are_given_where_a_numpy_value_is_on_the_right(source, added):
+    assert (ARRAYS_CALL in convert_source(source, "t.py").code) == added
