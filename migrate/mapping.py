@@ -92,6 +92,7 @@ RULES_DIR = Path(msmigrate.rules.__file__).resolve().parent
 # methods of these classes apply only where the receiver is known to be one of their objects
 # (`scaler = GradScaler(...)`; `scaler.state_dict()`): their names are too common to guess
 CLASS_BOUND_PREFIXES = ("torch.amp.GradScaler.", "torch.distributions.Distribution.",
+                        "torch.optim.lr_scheduler.LRScheduler.",
                         # the wrapped network of a (Distributed)DataParallel, a name user classes
                         # use too (`self.module`)
                         "torch.nn.DataParallel.module", "torch.nn.parallel.DistributedDataParallel.module")

@@ -218,7 +218,11 @@ def _save_dict(site, obj: cst.Dict, path):
         if not isinstance(el, cst.DictElement):
             raise Unconvertible("a checkpoint dict with ** entries", "manual")
         owner = _params_of(el.value)
-        if owner is not None and _is_optimizer(site, owner):
+        scheduler = _scheduler_state_of(el.value)
+        if scheduler is not None:   # its entries under the dict's key, as Parameters
+            func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_scheduler_entries")
+            tables.append(site.call(func, [cst.Arg(scheduler), cst.Arg(el.key)]))
+        elif owner is not None and _is_optimizer(site, owner):
             tables.insert(0, el.value)
         elif owner is not None or _holds_table(site, el.value):
             tables.append(el.value)
@@ -259,6 +263,42 @@ def load(site):
         site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
                             f"checkpoint is a parameter table: build the Cell, then load_param_into_net")
     return _checkpoint_call(site, "load", path, [])
+
+
+def scheduler_state_dict(site):
+    """scheduler.state_dict() -> torch's dict, read by a generated function (a MindSpore 2.10
+    scheduler has none); inside a torch.save dict, its entries (`_save_dict`)."""
+    func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_scheduler_state")
+    return site.call(func, [cst.Arg(site.receiver)])
+
+
+def scheduler_load_state_dict(site):
+    """scheduler.load_state_dict(sd) -> its attributes set from sd; `ckpt['scheduler']` of a flat
+    checkpoint (see save) reads the entries saved under that key."""
+    sd = site.arg("state_dict")
+    if sd is None:
+        raise Unconvertible("load_state_dict without a state dict", "manual")
+    func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_load_scheduler_state")
+    key = _string_key(sd)
+    if key is not None:
+        return site.call(func, [cst.Arg(site.receiver), cst.Arg(sd.value), cst.Arg(key)])
+    return site.call(func, [cst.Arg(site.receiver), cst.Arg(sd)])
+
+
+def _string_key(node):
+    """'scheduler' of `ckpt['scheduler']` (a name indexed by a string literal), else None."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1 \
+            and isinstance(node.slice[0].slice, cst.Index) and isinstance(node.slice[0].slice.value, cst.SimpleString):
+        return node.slice[0].slice.value
+    return None
+
+
+def _scheduler_state_of(node):
+    """`s` of a converted `msmigrate_scheduler_state(s)` (scheduler.state_dict()), else None."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and \
+            node.func.value.startswith("msmigrate_scheduler_state") and len(node.args) == 1:
+        return node.args[0].value
+    return None
 
 
 def _statement_call(site) -> bool:
