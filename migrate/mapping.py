@@ -326,7 +326,8 @@ def load_table(rules_dir: str | None = None) -> ApiTable:
         data = tomllib.loads(path.read_text())
         # [alias]: the same torch object; [same]: another object computing the same thing from the
         # same arguments (torch.special.expit and torch.sigmoid): the record, under its own name
-        entries = [(section, alias, name) for section in ("alias", "same")
+        # ([same_torchvision]: the same, for torchvision, which the suite does not run)
+        entries = [(section, alias, name) for section in ("alias", "same", "same_torchvision")
                    for alias, name in data.get(section, {}).items()]
         for section, alias, name in entries:
             if name not in by_name:

@@ -68,6 +68,30 @@ def test_aliases_point_at_records_and_exist_in_torch():
     assert not missing, missing
 
 
+def test_same_torchvision_entries_are_records_and_exist_in_torchvision():
+    """rules/aliases.toml [same_torchvision]: torchvision.transforms.v2 classes converted with
+    v1's record (verified by running: tests/test_vision_v2_transforms.py)."""
+    import tomllib
+    from msmigrate.mapping import RULES_DIR
+    same = tomllib.loads((RULES_DIR / "aliases.toml").read_text())["same_torchvision"]
+    table = load_table()
+    assert all(table.lookup(a) is not None and table.lookup(a).torch == a and table.lookup(n) is not None
+               for a, n in same.items())
+    pytest.importorskip("torchvision")
+    import importlib
+    for alias in same:
+        parts = alias.split(".")
+        obj, at = None, len(parts)
+        while obj is None:   # the longest prefix that imports
+            try:
+                obj = importlib.import_module(".".join(parts[:at]))
+            except ModuleNotFoundError:
+                at -= 1
+        for attr in parts[at:]:   # InterpolationMode.NEAREST: an attribute of a class
+            obj = getattr(obj, attr, None)
+        assert obj is not None, alias
+
+
 def test_same_entries_exist_in_torch_and_have_suite_cases():
     """rules/aliases.toml [same]: other torch objects converted with another API's record. Being
     different objects, each must be verified by running: every entry is a torch callable and has

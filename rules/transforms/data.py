@@ -1122,7 +1122,7 @@ def identity_fn(site):
     return fn
 
 
-_CHW_OK = ("Normalize", "RandomErasing", "ToPIL", "LinearTransformation")
+_CHW_OK = ("Normalize", "RandomErasing", "ToPIL", "LinearTransformation", "Rescale")
 
 
 def compose(site):
@@ -1136,7 +1136,7 @@ def compose(site):
         for el in ops.elements:
             value = el.value
             func = site.code(value.func) if isinstance(value, cst.Call) else ""
-            if func == to_tensor:
+            if func == to_tensor or _holds(site, value, to_tensor):   # (PILToTensor's Compose: CHW too)
                 seen = True
             elif seen and func.startswith(vision) and func[len(vision):] not in _CHW_OK:
                 site.flag("review", f"{site.qualname}: {func[len(vision):]} after ToTensor gets a CHW float "
@@ -1188,3 +1188,108 @@ def eager_transform(site):
         return call
     func = generated(site, generated_vision.msmigrate_apply_transform)
     return cst.Call(func, [cst.Arg(call.func), cst.Arg(call.args[0].value)])
+
+
+# ---- torchvision's unscaled conversions (PILToTensor, v2.ToImage, v2.ToDtype) -------------
+
+def _holds(site, value, func: str) -> bool:
+    """`value` is a call whose list argument (a Compose's) has a call of `func` (MindSpore code)."""
+    if not (isinstance(value, cst.Call) and value.args and isinstance(value.args[0].value, (cst.List, cst.Tuple))):
+        return False
+    return any(isinstance(el.value, cst.Call) and site.code(el.value.func) == func
+               for el in value.args[0].value.elements)
+
+
+def _chw_uint8(site) -> cst.BaseExpression:
+    """torch's CHW uint8 tensor of an 8-bit image, unscaled. MindSpore has no op that keeps the
+    values and gives a greyscale (H, W) image its channel dim (HWC2CHW leaves it H x W), so
+    ToTensor's x * (1/255) (CHW, (1, H, W) for greyscale) is scaled back: Rescale(255, 0.5) and
+    the truncating cast to uint8 give x exactly (the float error is below 1e-4)."""
+    return site.expr("{C}([{V}.ToTensor(), {V}.Rescale(255.0, 0.5), {T}({u8})])",
+                     C=site.ref("mindspore.dataset.transforms.Compose"), V=site.ref("mindspore.dataset.vision"),
+                     T=site.ref("mindspore.dataset.transforms.TypeCast"), u8=site.ref("mindspore.uint8"))
+
+
+def pil_to_tensor(site):
+    """PILToTensor() -> the CHW uint8 tensor of the image (no scaling), as torch gives it for
+    8-bit images (modes L, RGB, RGBA, P); a 16/32-bit or float image ('I;16', 'I', 'F') keeps its
+    dtype in torch and is clipped to uint8 here (a rare input: not marked)."""
+    return _chw_uint8(site)
+
+
+def to_image(site):
+    """v2.ToImage() -> PILToTensor's conversion: the same values for a PIL image or an HWC uint8
+    array; torch also takes tensors (kept as they are, CHW) and arrays of any dtype."""
+    site.flag("review", f"{site.qualname}: converted for 8-bit PIL images and HWC uint8 arrays (CHW uint8 "
+                        "out, as torch); a tensor (torch keeps it, already CHW) or an array of another dtype "
+                        "gives other values here")
+    return _chw_uint8(site)
+
+
+_UINT8_MAKERS = ("PILToTensor", "ToImage")
+_FLOATS = {"float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
+           "float64": "float64", "double": "float64"}
+
+
+def _after_uint8(site) -> bool:
+    """Every ToDtype of the statement comes right after a PILToTensor / ToImage in its list
+    (`Compose([PILToTensor(), ToDtype(torch.float32, scale=True)])`): its input is uint8."""
+    found = 0
+    stmt = site.statement
+    if stmt is None:
+        return False
+
+    class Lists(cst.CSTVisitor):
+        def visit_Call(self, node):
+            nonlocal found
+            if (site.rw.scopes.resolve(node.func) or "").endswith(".ToDtype"):
+                found += 1
+
+        def visit_List(self, node):
+            self._check(node)
+
+        def visit_Tuple(self, node):
+            self._check(node)
+
+        def _check(self, node):
+            nonlocal found
+            els = [e.value for e in node.elements]
+            for i, el in enumerate(els):
+                if isinstance(el, cst.Call) and (site.rw.scopes.resolve(el.func) or "").endswith(".ToDtype"):
+                    prev = els[i - 1] if i else None
+                    q = site.rw.scopes.resolve(prev.func) if isinstance(prev, cst.Call) else None
+                    if q and q.startswith("torchvision.transforms.") and q.rsplit(".", 1)[1] in _UINT8_MAKERS:
+                        found -= 1
+
+    stmt.visit(Lists())
+    return found == 0
+
+
+def to_dtype(site):
+    """v2.ToDtype(dtype, scale=False) -> TypeCast(dtype) (torch's .to(dtype): the same truncating
+    cast). scale=True to float32 -> Rescale(1/255, 0): torch's uint8 -> float32 x * (1/255), the
+    same float32 values; torch scales by the input dtype's range (a float input is not scaled),
+    so it is marked unless the input is visibly uint8 (right after PILToTensor / ToImage)."""
+    dtype = site.arg("dtype")
+    if dtype is None or isinstance(dtype, cst.Dict):
+        raise Unconvertible("a dtype per input type (dict): convert by hand", "manual")
+    try:
+        scale = site.literal("scale", False)
+    except ValueError:
+        raise Unconvertible("scale is not a literal", "manual") from None
+    cast = site.ref("mindspore.dataset.transforms.TypeCast")
+    if not scale:
+        return site.expr("{T}({d})", T=cast, d=dtype)
+    kind = _FLOATS.get(site.code(dtype).rsplit(".", 1)[-1])
+    if kind is None:
+        raise Unconvertible(f"scale=True to {site.code(dtype)}: rescaling to an integer "
+                            "dtype has no MindSpore transform; convert by hand", "manual")
+    rescale = site.expr("{V}.Rescale(1.0 / 255.0, 0.0)", V=site.ref("mindspore.dataset.vision"))
+    if not _after_uint8(site):
+        site.flag("review", f"{site.qualname}(scale=True): scales as from uint8 (x / 255); torch scales by "
+                            "the input's dtype range and leaves a float input unscaled")
+    if kind == "float32":
+        return rescale
+    site.flag("review", f"{site.qualname}(scale=True) to {kind}: computed in float32 (Rescale), then cast")
+    return site.expr("{C}([{r}, {T}({d})])", C=site.ref("mindspore.dataset.transforms.Compose"), r=rescale,
+                     T=cast, d=dtype)
