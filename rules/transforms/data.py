@@ -959,7 +959,7 @@ def _indexable(site, pipeline, samples):
     stmt = site.statement
     if name is None or stmt.body[0].value is not site.rw.original_call or not _may_be_indexed(site, name):
         return pipeline   # (the dataset built inside another call, DataLoader(MNIST(...)): not this name's)
-    helper = generated(site, generated_data.msmigrate_IndexedReader)
+    helper = generated(site, generated_data.msmigrate_OneColumn, generated_data.msmigrate_IndexedReader)
     options = [cst.Arg(pipeline), cst.Arg(samples)]
     for field in ("transform", "target_transform"):
         value = site.arg(field)
