@@ -212,7 +212,8 @@ def _save_dict(site, obj: cst.Dict, path):
     """{'model': m.state_dict(), 'optimizer': o.state_dict(), 'epoch': e} -> one flat checkpoint:
     the parameter tables merged, the rest as append_dict (int/float/bool/str only). An optimizer's
     table holds the current parameters too (under their own names): it is merged first, so a
-    model table saved with it, a copy of the best weights maybe, keeps its values."""
+    model table saved with it, a copy of the best weights maybe, keeps its values; its learning
+    rates, which it leaves out, are saved under the dict's key."""
     tables, extras = [], []
     for el in obj.elements:
         if not isinstance(el, cst.DictElement):
@@ -221,9 +222,11 @@ def _save_dict(site, obj: cst.Dict, path):
         scheduler = _scheduler_state_of(el.value)
         if scheduler is not None:   # its entries under the dict's key, as Parameters
             func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_scheduler_entries")
-            tables.append(site.call(func, [cst.Arg(scheduler), cst.Arg(el.key)]))
+            tables.append(_plain_call(func, scheduler, el.key))
         elif owner is not None and _is_optimizer(site, owner):
             tables.insert(0, el.value)
+            func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_optimizer_lrs")
+            tables.append(_plain_call(func, owner, el.key))
         elif owner is not None or _holds_table(site, el.value):
             tables.append(el.value)
         elif isinstance(el.value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) or (
@@ -293,6 +296,12 @@ def _string_key(node):
     return None
 
 
+def _plain_call(func, *args) -> cst.Call:
+    """`func(a, b)` on one line (not in the layout of the call being converted)."""
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return cst.Call(func, [cst.Arg(a, comma=comma) for a in args[:-1]] + [cst.Arg(args[-1])])
+
+
 def _scheduler_state_of(node):
     """`s` of a converted `msmigrate_scheduler_state(s)` (scheduler.state_dict()), else None."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and \
@@ -333,7 +342,7 @@ def load_state_dict(site):
         raise Unconvertible("strict= is not a literal", "manual") from None
     if site.has("assign"):
         site.flag("review", f"{site.qualname}: assign= has no MindSpore equivalent (values are always copied)")
-    whole_table = False
+    whole_table, saved_under = False, _string_key(sd)
     if isinstance(sd, cst.Subscript) and dotted(sd.value) is not None:
         sd, whole_table = sd.value, True
     model = site.receiver
@@ -377,6 +386,9 @@ def load_state_dict(site):
         body = f"if {key} in {table}:\n        " + body
     loop = site.stmt(head + "    " + body, assign=site.ref("mindspore.ops.assign"))
     site.before(loop)
+    if whole_table and saved_under is not None and _is_optimizer(site, model):   # its lrs (see _save_dict)
+        func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_load_optimizer_lrs")
+        site.before(site.stmt(f"{func.value}({target}, {table}, {site.code(saved_under)})\n"))
     if statement:
         return site.REMOVED
     return site.expr("(param_not_load, ckpt_not_load)")
