@@ -47,7 +47,8 @@ ARGS = {"train_step_in_namespace.py": ("2",)}
 
 @pytest.mark.framework
 @pytest.mark.parametrize("name", SINGLE_PROCESS)
-def test_converted_program_passes(name):
+def test_converted_program_passes(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # the programs' checkpoints land there, not in the checkout
     steps = STEPS.get(name, 3)
     r = run_parity(PROGRAMS / name, None, Options(steps=steps, timeout=300, args=ARGS.get(name, ())))
     assert r["setup"]["converted"]
