@@ -74,18 +74,28 @@ def _named_elsewhere(site) -> set[str]:
     cached = getattr(site.rw, "_msmigrate_named_elsewhere", None)
     if cached is not None and cached[0] is module:
         return cached[1]
-    imports = site.rw.ctx.names.imports
-    paths: set[int] = set()
-    for node in walk(module):
-        if isinstance(node, cst.Call) and resolve(node.func, imports) in ("torch.save", "torch.load"):
-            at = 1 if resolve(node.func, imports) == "torch.save" else 0
-            for i, arg in enumerate(node.args):
-                if (arg.keyword is None and i == at) or (arg.keyword is not None and arg.keyword.value == "f"):
-                    paths.add(id(arg.value))
+    paths = {id(path) for _, _, path in _checkpoint_calls(site) if path is not None}
     named = {node.evaluated_value for node in walk(module)
              if isinstance(node, cst.SimpleString) and id(node) not in paths and isinstance(node.evaluated_value, str)}
     site.rw._msmigrate_named_elsewhere = (module, named)
     return named
+
+
+def _checkpoint_calls(site) -> list[tuple[str, cst.BaseExpression | None, cst.BaseExpression | None]]:
+    """(torch.save or torch.load, the object saved or None, the file) of each such call of the file."""
+    imports = site.rw.ctx.names.imports
+    found = []
+    for node in walk(site.rw.module):
+        q = resolve(node.func, imports) if isinstance(node, cst.Call) else None
+        if q not in ("torch.save", "torch.load"):
+            continue
+        pos = [a.value for a in node.args if a.keyword is None and not a.star]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if q == "torch.save":
+            found.append((q, pos[0] if pos else kw.get("obj"), pos[1] if len(pos) > 1 else kw.get("f")))
+        else:
+            found.append((q, None, pos[0] if pos else kw.get("f")))
+    return found
 
 
 def _renamed(text: str) -> str | None:
@@ -108,13 +118,16 @@ def _params_of(node) -> cst.BaseExpression | None:
 
 
 def _is_optimizer(site, expr) -> bool:
-    rec = site.instance_record(expr)
-    return rec is not None and rec.torch.startswith("torch.optim.")
+    return _made_by(site, expr, ("torch.optim.",))
 
 
 def _is_cell(site, expr) -> bool:
+    return _made_by(site, expr, ("torch.nn.", "torch.optim."))
+
+
+def _made_by(site, expr, prefixes: tuple[str, ...]) -> bool:
     rec = site.instance_record(expr)
-    return rec is not None and rec.torch.startswith(("torch.nn.", "torch.optim."))
+    return rec is not None and rec.torch.startswith(prefixes)
 
 
 def _is_table(node) -> bool:
@@ -165,22 +178,9 @@ def _pickled_paths(site) -> set[str]:
     """The code of every path the file's torch.save calls pickle to (see `_pickled`)."""
     found = getattr(site.rw, "pickled_paths", None)   # once per file
     if found is None:
-        imports = site.rw.ctx.names.imports
-        found = set()
-
-        class Saves(cst.CSTVisitor):
-            def visit_Call(self, node):
-                if resolve(node.func, imports) != "torch.save":
-                    return
-                pos = [a.value for a in node.args if a.keyword is None and not a.star]
-                kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-                obj = pos[0] if pos else kw.get("obj")
-                path = pos[1] if len(pos) > 1 else kw.get("f")
-                if obj is not None and path is not None and _pickled(site, obj):
-                    found.add(site.code(path))
-
-        site.rw.module.visit(Saves())
-        site.rw.pickled_paths = found
+        found = site.rw.pickled_paths = {site.code(path) for q, obj, path in _checkpoint_calls(site)
+                                         if q == "torch.save" and obj is not None and path is not None
+                                         and _pickled(site, obj)}
     return found
 
 
