@@ -40,6 +40,7 @@ STEPS = {
     "train_best_weights_checkpoint.py": 6,   # saved at step 3, loaded at step 4
     "train_scheduler_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_lr_resume.py": 7,   # five epochs, then the two resumed ones
+    "train_optimizer_saved_alone.py": 9,   # six epochs, then the three resumed ones
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -19,6 +19,8 @@ from msmigrate.rules.transforms.common import generated_text
 from msmigrate.rules.transforms.dtypes import bound_values
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
+# the key an optimizer's learning rates are saved under when its state_dict is saved alone
+_OPTIMIZER_KEY = "'optimizer'"
 
 
 def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
@@ -196,6 +198,11 @@ def save(site):
     if _pickled(site, obj):
         return _pickle_save(site, obj, path)
     owner = _params_of(obj)
+    if owner is not None and _is_optimizer(site, owner):   # with its learning rates (see _save_dict)
+        func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_optimizer_lrs")
+        table = cst.Dict([cst.StarredDictElement(obj),
+                          cst.StarredDictElement(_plain_call(func, owner, cst.SimpleString(_OPTIMIZER_KEY)))])
+        return _checkpoint_call(site, "save", path, [cst.Arg(table)])
     if owner is not None:  # torch.save(model.state_dict(), p)
         return _checkpoint_call(site, "save", path, [cst.Arg(owner)])
     if isinstance(obj, cst.Dict):
@@ -368,6 +375,9 @@ def load_state_dict(site):
         loop_vars, params, key = param, f"{target}.get_parameters()", f"{param}.name"
     missing = f"[{key} for {loop_vars} in {params} if {key} not in {table}]"
     unexpected = f"[name for name in {table} if name not in {{{key} for {loop_vars} in {params}}}]"
+    saved_alone = not whole_table and source is None and _is_optimizer(site, model)
+    if saved_alone:   # its learning rates, saved beside its parameters (see save)
+        unexpected = unexpected[:-1] + f" and not name.startswith({_OPTIMIZER_KEY[:-1]}.lr.')]"
     if statement and strict and whole_table:
         site.before(site.stmt(f"param_not_load = {missing}\n"))
         site.before(site.stmt(
@@ -389,6 +399,9 @@ def load_state_dict(site):
     if whole_table and saved_under is not None and _is_optimizer(site, model):   # its lrs (see _save_dict)
         func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_load_optimizer_lrs")
         site.before(site.stmt(f"{func.value}({target}, {table}, {site.code(saved_under)})\n"))
+    elif saved_alone:
+        func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_load_optimizer_lrs")
+        site.before(site.stmt(f"{func.value}({target}, {table}, {_OPTIMIZER_KEY})\n"))
     if statement:
         return site.REMOVED
     return site.expr("(param_not_load, ckpt_not_load)")
