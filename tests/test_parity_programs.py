@@ -41,6 +41,8 @@ STEPS = {
     "train_scheduler_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_lr_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_saved_alone.py": 9,   # six epochs, then the three resumed ones
+    "train_checkpoint_named_dict.py": 7,   # four epochs, then the three resumed ones
+    "loop_micro_steps.py": 9,   # three updates of three micro-batches each
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -16,7 +16,7 @@ import libcst as cst
 from msmigrate.engine import Unconvertible, kwarg
 from msmigrate.names import dotted, fresh_name, resolve, walk
 from msmigrate.rules.transforms.common import generated_text
-from msmigrate.rules.transforms.dtypes import bound_values
+from msmigrate.rules.transforms.dtypes import _scope_values, bound_values
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 # the key an optimizer's learning rates are saved under when its state_dict is saved alone
@@ -119,6 +119,14 @@ def _params_of(node) -> cst.BaseExpression | None:
     return None
 
 
+def _state_dict_of(node) -> cst.BaseExpression | None:
+    """`m` for torch's `m.state_dict()` (the source, before conversion)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value == "state_dict" and not node.args:
+        return node.func.value
+    return None
+
+
 def _is_optimizer(site, expr) -> bool:
     return _made_by(site, expr, ("torch.optim.",))
 
@@ -165,12 +173,15 @@ def _holds_table(site, expr, depth: int = 0) -> bool:
     return False
 
 
-def _pickled(site, obj) -> bool:
+def _pickled(site, obj, scope=None) -> bool:
     """torch.save of plain data (an array, a list of losses, a vocabulary, a Tensor): no parameter
     table, no dict holding one, no module or optimizer. It stays a pickle: MindSpore Tensors pickle,
     a MindSpore checkpoint holds only parameters and scalars."""
     if _is_table(obj) or _is_cell(site, obj):
         return False
+    named = _named_dict(site, obj, scope)
+    if named is not None:
+        obj = named
     if isinstance(obj, cst.Dict):
         return not any(isinstance(el, cst.StarredDictElement) or _is_table(el.value) for el in obj.elements)
     return True
@@ -182,8 +193,27 @@ def _pickled_paths(site) -> set[str]:
     if found is None:
         found = site.rw.pickled_paths = {site.code(path) for q, obj, path in _checkpoint_calls(site)
                                          if q == "torch.save" and obj is not None and path is not None
-                                         and _pickled(site, obj)}
+                                         and _pickled(site, obj, _scope_of(site, obj))}
     return found
+
+
+def _named_dict(site, obj, scope=None) -> cst.Dict | None:
+    """The dict literal a name saved with torch.save is bound to (`checkpoint = {'model':
+    model.state_dict(), ...}; torch.save(checkpoint, path)`), where it is bound once in its scope
+    (`scope`: the function around the save, or the statement being converted's)."""
+    if not isinstance(obj, cst.Name):
+        return None
+    values = _scope_values(scope, obj.value) if scope is not None else bound_values(site.rw, obj.value)
+    return values[0] if values and len(values) == 1 and isinstance(values[0], cst.Dict) else None
+
+
+def _scope_of(site, node):
+    """The innermost function of the file around `node` (the module where none is)."""
+    scope = site.rw.module
+    for fn in walk(site.rw.module):
+        if isinstance(fn, cst.FunctionDef) and any(n is node for n in walk(fn.body)):
+            scope = fn
+    return scope
 
 
 def _pickle_save(site, obj, path):
@@ -207,6 +237,9 @@ def save(site):
         return _checkpoint_call(site, "save", path, [cst.Arg(owner)])
     if isinstance(obj, cst.Dict):
         return _save_dict(site, obj, path)
+    named = _named_dict(site, obj)
+    if named is not None:   # the entries read from the saved name, classified by its literal
+        return _save_dict(site, named, path, via=obj)
     if _is_cell(site, obj):  # a whole module: MindSpore stores parameters only
         site.flag("review", f"{site.qualname}: torch pickles the whole module; a MindSpore checkpoint holds its "
                             f"parameters only: the loading side must build the Cell and load_param_into_net")
@@ -215,44 +248,55 @@ def save(site):
                         f"state_dicts and scalars map to MindSpore checkpoints", "manual")
 
 
-def _save_dict(site, obj: cst.Dict, path):
+def _save_dict(site, obj: cst.Dict, path, via=None):
     """{'model': m.state_dict(), 'optimizer': o.state_dict(), 'epoch': e} -> one flat checkpoint:
-    the parameter tables merged, the rest as append_dict (int/float/bool/str only). An optimizer's
+    the parameter tables merged, the rest as append_dict (see msmigrate_checkpoint_entries). An optimizer's
     table holds the current parameters too (under their own names): it is merged first, so a
     model table saved with it, a copy of the best weights maybe, keeps its values; its learning
-    rates, which it leaves out, are saved under the dict's key."""
-    tables, extras = [], []
+    rates, which it leaves out, are saved under the dict's key. `via`: the name the dict literal
+    `obj` is bound to and saved as (the entries are read from it: `checkpoint['model']`). Each
+    table's names are saved too: loaded (msmigrate_Checkpoint), `ckpt['model']` gives that table
+    back and `ckpt['epoch']` the number."""
+    tables, extras, indexed = [], [], []
     for el in obj.elements:
         if not isinstance(el, cst.DictElement):
             raise Unconvertible("a checkpoint dict with ** entries", "manual")
-        owner = _params_of(el.value)
-        scheduler = _scheduler_state_of(el.value)
+        value = el.value if via is None else cst.Subscript(via, [cst.SubscriptElement(cst.Index(el.key))])
+        owner = _params_of(el.value) if via is None else _state_dict_of(el.value)
+        scheduler = _scheduler_state_of(el.value) if via is None else \
+            (owner if owner is not None and _made_by(site, owner, ("torch.optim.lr_scheduler.",)) else None)
         if scheduler is not None:   # its entries under the dict's key, as Parameters
             func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_scheduler_entries")
             tables.append(_plain_call(func, scheduler, el.key))
         elif owner is not None and _is_optimizer(site, owner):
-            tables.insert(0, el.value)
+            tables.insert(0, value)
             func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_optimizer_lrs")
             tables.append(_plain_call(func, owner, el.key))
         elif owner is not None or _holds_table(site, el.value):
-            tables.append(el.value)
+            tables.append(value)
         elif isinstance(el.value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) or (
                 isinstance(el.value, cst.Call) and isinstance(el.value.func, cst.Attribute)
                 and el.value.func.attr.value == "state_dict"):
             raise Unconvertible(f"checkpoint entry {site.code(el.key)}: {site.code(el.value)} is not a parameter "
                                 f"table or a scalar (append_dict takes int, float, bool, str)", "manual")
         else:
-            extras.append(el.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            extras.append(el.with_changes(value=value, comma=cst.MaybeSentinel.DEFAULT))
+            continue
+        if scheduler is None:   # its names, so that ckpt[key] gives the table back (msmigrate_Checkpoint)
+            lrs = tables[-1] if owner is not None and _is_optimizer(site, owner) else None
+            indexed.append(cst.DictElement(el.key, value if lrs is None else
+                                           cst.Dict([cst.StarredDictElement(value), cst.StarredDictElement(lrs)])))
     merged = tables[0] if len(tables) == 1 else cst.Dict([cst.StarredDictElement(t) for t in tables])
     args = [cst.Arg(merged)]
-    if extras:
-        keys = ", ".join(site.code(e.key) for e in extras)
-        site.flag("review", f"{site.qualname}: the checkpoint is one flat table: load_state_dict(ckpt[key]) loads "
-                            f"from the whole table; the extra entries ({keys}) load back as Parameters: "
-                            f"int(ckpt[...]) / float(ckpt[...])")
-        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args.append(kwarg("append_dict", cst.Dict([e.with_changes(comma=comma) for e in extras[:-1]] + extras[-1:])))
+    func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_checkpoint_entries")
+    args.append(kwarg("append_dict", _plain_call(func, cst.Dict(_one_line(extras)), cst.Dict(_one_line(indexed)))))
     return _checkpoint_call(site, "save", path, args)
+
+
+def _one_line(elements: list) -> list:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [e.with_changes(comma=comma) for e in elements[:-1]] + [e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                                   for e in elements[-1:]]
 
 
 def load(site):
@@ -272,7 +316,13 @@ def load(site):
     if weights_only is False or used_as_module:
         site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
                             f"checkpoint is a parameter table: build the Cell, then load_param_into_net")
-    return _checkpoint_call(site, "load", path, [])
+    loaded = _checkpoint_call(site, "load", path, [])
+    if name is not None and not re.search(rf"(?<![\w.]){re.escape(name)}\s*\[|\bin\s+{re.escape(name)}\b|"
+                                          rf"(?<![\w.]){re.escape(name)}\.get\(", site.rw.module_code):
+        return loaded   # a table only loaded or passed on
+    # read as torch's checkpoint dict: ckpt['model'] is the table saved under 'model' (see save)
+    func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_Checkpoint", "msmigrate_checkpoint_dict")
+    return cst.Call(func, [cst.Arg(loaded)])
 
 
 def scheduler_state_dict(site):
