@@ -533,7 +533,7 @@ class TrainingLoopPass(PathTransformer):
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible
         self.data_parallel = scan.data_parallel
-        self.autocast = None   # (autocast call, region body) met while building a forward_fn
+        self.autocast = None   # (autocast call, region body, condition) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
         self._bindings = None      # name -> values bound to it in the module (_maybe_list)
@@ -1049,7 +1049,7 @@ class TrainingLoopPass(PathTransformer):
             if step is not None:
                 pre = [s for s in pre if id(s) not in step["cleared"]]
         if step is None:
-            step = self._step_after_loop(post)
+            step = self._step_after_loop(post, scaler)
         if step is None:
             body[b] = self._flag(backward_stmt, "manual", "loss.backward() without an optimizer step "
                                  "or parameter update in the same block: rewrite this step by hand "
@@ -1379,13 +1379,17 @@ class TrainingLoopPass(PathTransformer):
                 out |= _target_names(loop.target)
         return out
 
-    def _step_after_loop(self, post: list):
+    def _step_after_loop(self, post: list, scaler: str | None = None):
         """`for r, prob in data: ...; loss.backward()` with `optimizer.step()` after the loop: the
         update applies the sum of the loop's gradients (torch adds them up in .grad). The step
         dict (kind "loop_sum"; _generate makes the rest): each pass returns its gradients, the loop
         adds them up in a fresh name (None before the loop) and the statement of optimizer.step()
-        applies the sum. None when the loop clears gradients itself or is followed by no plain
-        step of one optimizer."""
+        applies the sum. Between the loop and the step, gradient clipping (also under an `if`) and
+        GradScaler's unscale_ apply to the sum; with a GradScaler (`scaler.scale(loss).backward()`
+        in the loop, `scaler.step(optimizer)` and `scaler.update()` after it: gradient
+        accumulation over micro-batches) the sum is unscaled and applied only when finite. The
+        block's zero_grad() calls of that optimizer go. None when the loop clears gradients itself
+        or is followed by no plain step of one optimizer."""
         loop = self.loops[-1][-1] if self.loops[-1] else None
         if loop is None or re.search(r"\.zero_grad\(|\bgrad\b\s*=", self.module.code_for_node(loop)):
             return None
@@ -1399,14 +1403,46 @@ class TrainingLoopPass(PathTransformer):
         if block is None:
             return None
         after = block[next(i for i, st in enumerate(block) if st is loop) + 1:]
-        at = next((i for i, st in enumerate(after) if self._optimizer_step(st) is not None), None)
+        at = next((i for i, st in enumerate(after) if self._step_of(st, scaler) is not None), None)
         if at is None or any(_method_stmt(st, "backward") is not None or _jumps([st]) for st in after[:at]):
             return None
-        optimizer = self._optimizer_step(after[at])
+        optimizer = self._step_of(after[at], scaler)
         if at + 1 < len(after) and self._optimizer_step(after[at + 1]) not in (None, optimizer):
             return None   # several optimizers stepped: not followed here
+        clips, gone = [], []
+        for st in after[:at]:
+            clip = self._clip_region(st, scaler)
+            if clip is not None:
+                clips.append(clip)
+                gone.append(st)
+        gone += [st for st in block if self._is_zero_grad(st) and
+                 dotted(_method_stmt(st, "zero_grad").func.value) == optimizer]
+        gone += [st for st in after[at + 1:] if scaler and self._is_scaler_update(st, scaler)]
         return {"kind": "loop_sum", "optimizer": optimizer, "clips": [], "before": list(post), "after": [],
-                "loop": loop, "step_stmt": after[at]}
+                "loop": loop, "step_stmt": after[at], "sum_clips": clips, "gone": gone}
+
+    def _step_of(self, stmt, scaler: str | None) -> str | None:
+        """The optimizer of `opt.step()`, or of `scaler.step(opt)` for the scaler given."""
+        call = _method_stmt(stmt, "step")
+        if scaler and call is not None and dotted(call.func.value) == scaler and len(call.args) == 1:
+            return self._code(call.args[0].value)
+        return self._optimizer_step(stmt)
+
+    def _clip_region(self, stmt, scaler: str | None):
+        """(condition or None, clip statements) for a gradient clip statement, or an `if` whose body
+        is only clips (and GradScaler's unscale_); (None, []) for a lone unscale_; else None."""
+        call = _call_of(stmt)
+        if call is not None and self._q(call.func) in CLIP_NORM | CLIP_VALUE:
+            return None, [stmt]
+        if scaler and call is not None and isinstance(call.func, cst.Attribute) and \
+                call.func.attr.value == "unscale_" and dotted(call.func.value) == scaler:
+            return None, []
+        if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock):
+            parts = [self._clip_region(st, scaler) for st in stmt.body.body]
+            if parts and all(part is not None and part[0] is None for part in parts):
+                clips = [c for part in parts for c in part[1]]
+                return (stmt.test, clips) if clips else (None, [])
+        return None
 
     def _bound_to_number(self, name: str) -> bool:
         """Whether the enclosing function (or module) binds `name` to a number literal."""
@@ -2040,7 +2076,7 @@ class TrainingLoopPass(PathTransformer):
             lines.append(f"    grads = {reducer}(grads)")
         extra_returns: list[str] = []
         clip_lines, norm_names = self._clip_lines(step["clips"])
-        if scaler:
+        if scaler and step["kind"] != "loop_sum":
             lines.append(f"grads = {scaler}.unscale(grads)")
             lines.append(f"is_finite = {ms_('mindspore.amp.all_finite')}(grads)")
             lines.append("if is_finite:")
@@ -2103,8 +2139,9 @@ class TrainingLoopPass(PathTransformer):
             call_stmts.append(self._stmt(f"{total} = grads if {total} is None else "
                                          f"tuple(a + g for a, g in zip({total}, grads))"))
             self.pending.setdefault(id(step["loop"]), []).append(self._stmt(f"{total} = None"))
-            self.later[id(step["step_stmt"])] = [self._stmt(f"if {total} is not None:\n"
-                                                            f"    {step['optimizer']}({total})\n")]
+            self.later[id(step["step_stmt"])] = [self._stmt(self._apply_sum(step, total, scaler))]
+            for st in step["gone"]:
+                self.later[id(st)] = []
         new_post = list(step["before"])
         if step["kind"] == "accumulate":
             if_stmt = step["if"]
@@ -2114,6 +2151,22 @@ class TrainingLoopPass(PathTransformer):
                                                      body=if_stmt.body.with_changes(body=rest)))
         new_post += step["after"]
         return defs, call_stmts, new_post
+
+    def _apply_sum(self, step, total: str, scaler: str | None) -> str:
+        """The statement applying a loop's summed gradients where torch stepped (see
+        _step_after_loop): unscaled, clipped (under torch's conditions) and applied when finite."""
+        lines = []
+        if scaler:
+            lines += [f"{total} = {scaler}.unscale({total})",
+                      f"is_finite = {self._ref('mindspore.amp.all_finite')}({total})"]
+        for test, clips in step["sum_clips"]:
+            clip_lines = [re.sub(r"\bgrads\b", total, c) for c in self._clip_lines(clips)[0]]
+            if test is not None:
+                clip_lines = [f"if {self._code(test)}:", *["    " + c for c in clip_lines]]
+            lines += clip_lines
+        apply = f"{step['optimizer']}({total})"
+        lines += [f"if is_finite:", f"    {apply}", f"{scaler}.adjust(is_finite)"] if scaler else [apply]
+        return f"if {total} is not None:\n" + "".join(f"    {line}\n" for line in lines)
 
     def _generate_bare(self, step, names, forward, loss_name, inputs, outputs):
         """`grad_fn = ms.value_and_grad(forward_fn, None, (w, b))` and, where the forward computation
@@ -2485,15 +2538,43 @@ class TrainingLoopPass(PathTransformer):
         if isinstance(stmt, cst.With):
             casts = [i for i in stmt.items if isinstance(i.item, cst.Call) and self._q(i.item.func) in AUTOCASTS]
             if casts and len(casts) == len(stmt.items):
-                self.autocast = (casts[0].item, list(stmt.body.body))
+                self.autocast = (casts[0].item, list(stmt.body.body), None)
+                return list(stmt.body.body)
+            named = self._named_autocast(stmt.items[0].item) if len(stmt.items) == 1 else None
+            if named is not None:
+                self.autocast = (named[0], list(stmt.body.body), named[1])
                 return list(stmt.body.body)
         return [stmt]
+
+    def _named_autocast(self, item):
+        """(autocast call, condition or None) for `with ctx:` where the file binds ctx once, to an
+        autocast region or to `nullcontext() if cond else autocast(...)` (the usual device switch):
+        the region is mixed precision where cond says so; None for anything else."""
+        if not isinstance(item, cst.Name):
+            return None
+        values = [node.value for node in walk(self.module) if isinstance(node, cst.Assign)
+                  and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                  and node.targets[0].target.value == item.value]
+        if len(values) != 1:
+            return None
+        value = values[0]
+        is_cast = lambda e: isinstance(e, cst.Call) and self._q(e.func) in AUTOCASTS  # noqa: E731
+        is_null = lambda e: isinstance(e, cst.Call) and self._q(e.func) == "contextlib.nullcontext"  # noqa: E731
+        if is_cast(value):
+            return value, None
+        if isinstance(value, cst.IfExp):
+            if is_cast(value.body) and is_null(value.orelse):
+                return value.body, value.test
+            if is_null(value.body) and is_cast(value.orelse):
+                return value.orelse, cst.UnaryOperation(cst.Not(), value.test.with_changes(
+                    lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        return None
 
     def _mixed_precision(self) -> list:
         """`net = amp.auto_mixed_precision(net, 'O1', dtype=...)` for the autocast region seen."""
         if self.autocast is None:
             return []
-        call, body = self.autocast
+        call, body, guard = self.autocast
         self.autocast = None
         kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         pos = [a.value for a in call.args if a.keyword is None]
@@ -2525,8 +2606,10 @@ class TrainingLoopPass(PathTransformer):
                 f"dtype={self._ref('mindspore.' + ms_dtype)})")
         if enabled is not None and self._code(enabled) in ("False", "0"):
             return []
-        if enabled is not None and self._code(enabled) not in ("True", "1"):
-            cast = f"if {self._code(enabled)}:\n    {cast}\n"
+        conditions = [self._code(c) for c in (enabled, guard) if c is not None and self._code(c) not in ("True", "1")]
+        if conditions:
+            test = conditions[0] if len(conditions) == 1 else " and ".join(f"({c})" for c in conditions)
+            cast = f"if {test}:\n    {cast}\n"
         stmt = self._stmt(cast)
         if ms_dtype == "bfloat16":
             stmt = self._flag(stmt, "review", "bfloat16 mixed precision has no CPU kernels in "

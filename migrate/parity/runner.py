@@ -395,8 +395,18 @@ def run_torch(rec: Record, script: str) -> None:
 
         setattr(F, fname, no_dropout)
 
+    def distinct_state(model) -> dict:
+        """model.state_dict() without the second name of a tied tensor (`wte.weight = lm_head.weight`):
+        MindSpore lists a shared Parameter once, under the name torch lists first."""
+        seen, out = set(), {}
+        for k, v in model.state_dict(keep_vars=True).items():
+            if id(v) not in seen:
+                seen.add(id(v))
+                out[k] = v
+        return out
+
     def state_of(model) -> dict:
-        return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+        return {k: v.detach().cpu().numpy().copy() for k, v in distinct_state(model).items()}
 
     def current_state():
         return {net["prefix"] + k: v for net in st["nets"] for k, v in net["state"]().items()}
@@ -430,7 +440,7 @@ def run_torch(rec: Record, script: str) -> None:
     def signature(module) -> list:
         """The MindSpore shapes of a module's parameters and buffers, sorted: what tells the
         networks of a program apart whatever their parameters are named."""
-        state = module.state_dict()
+        state = distinct_state(module)
         classes = {n: public_torch_class(type(m)) for n, m in module.named_modules()}
         mappings, _ = map_keys(state.keys(), classes, rules)
         return sorted(list(m.ms_shape(tuple(state[k].shape))) for k, m in mappings.items())
@@ -508,7 +518,7 @@ def run_torch(rec: Record, script: str) -> None:
                 rec.meta["model_class"] = type(module).__qualname__
                 rec.meta["dropout"] = {n: m._msmigrate_p for n, m in module.named_modules()
                                        if hasattr(m, "_msmigrate_p")}
-                rec.meta["init_keys"] = list(module.state_dict().keys())
+                rec.meta["init_keys"] = list(distinct_state(module))
                 ranked = rank_of(module)
                 if ranked is not None:
                     rec.meta["model_rank"], rec.meta["model_signature"] = ranked
