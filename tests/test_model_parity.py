@@ -193,21 +193,16 @@ if __name__ == "__main__":  # python tests/test_model_parity.py: print every num
         print(prog, json.dumps({k: f"{v[0]:.1e}" for k, v in result.items()}, indent=1))
 
 
-def test_parameters_of_a_file_with_buffers_are_marked_except_for_optimizers():
-    """A persistent buffer converts to a non-trainable Parameter, which parameters() then yields
-    too (torch: not): a count or an init loop over them would silently include the buffer
-    (`for p in m.parameters(): if p.dim() > 1: xavier_uniform_(p)` re-initialises a positional
-    encoding), so such uses are marked; an optimizer's argument becomes trainable_params()."""
+@pytest.mark.framework
+def test_buffers_are_left_out_of_parameters_and_listed_by_buffers(tmp_path):
+    """A persistent buffer converts to a non-trainable Parameter, which get_parameters() yields
+    too: an init loop over parameters() re-initialised a positional encoding, a count included
+    it. The Cell lists its buffers (also in a deep copy): parameters(), named_parameters(),
+    buffers() and named_buffers() give torch's, with no marker."""
     from msmigrate import convert_source
-    model = ("import torch\nimport torch.nn as nn\nclass PE(nn.Module):\n    def __init__(self):\n"
-             "        super().__init__()\n        self.lin = nn.Linear(4, 4)\n"
-             "        self.register_buffer('pe', torch.zeros(1, 8, 4)){extra}\n"
-             "    def forward(self, x):\n        return self.lin(x + self.pe)\nm = PE()\n"
-             "opt = torch.optim.Adam(m.parameters(), lr=1e-3)\n"
-             "n = sum(p.numel() for p in m.parameters())\n"
-             "for name, p in m.named_parameters():\n    print(name)\n")
-    lines = {d.line: d.message for d in convert_source(model.format(extra=""), "m.py").diagnostics}
-    assert "non-trainable Parameter" in lines.get(12, "") and "non-trainable Parameter" in lines.get(13, ""), lines
-    assert 11 not in lines, lines   # the optimizer's parameters
-    quiet = convert_source(model.format(extra="").replace("torch.zeros(1, 8, 4))", "torch.zeros(1, 8, 4), persistent=False)"), "m.py")
-    assert not quiet.diagnostics, quiet.diagnostics
+    from test_values_change_type import _outputs
+    src = FIXTURES / "programs" / "buffers_listed.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 5 and got == want, (want, got)

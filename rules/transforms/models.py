@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.names import dotted
@@ -212,7 +211,17 @@ def register_buffer(site):
     rhs = _buffer_parameter(site, value, name) if persistent else value
     site.before(cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(site.expr("{r}." + name, r=site.receiver))], value=rhs)]))
+    if persistent:
+        site.before(_buffer_named(site, site.receiver, name))
     return site.REMOVED
+
+
+def _buffer_named(site, cell, name: str) -> cst.BaseStatement:
+    """`cell.msmigrate_buffers = (..., 'name')`: the Cell's list of its buffers, which the generated
+    parameters() / named_parameters() leave out and buffers() / named_buffers() give, as torch's
+    do (an instance attribute: a deep copy of the Cell keeps it)."""
+    attr = cells.BUFFERS
+    return site.stmt(f"{{c}}.{attr} = (*getattr({{c}}, {attr!r}, ()), {name!r})\n", c=cell)
 
 
 _BUFFERS = ("torch.nn.Buffer", "torch.nn.parameter.Buffer")
@@ -237,32 +246,13 @@ def buffer(site):
         if isinstance(target, cst.Attribute) and isinstance(assign.value, cst.Call) and \
                 site.rw.scopes.resolve(assign.value.func) in _BUFFERS:
             name = target.attr.value
+            site.after(_buffer_named(site, target.value, name))
     return _buffer_parameter(site, value, name)
 
 
-_PERSISTENT_BUFFER = re.compile(r"register_buffer\((?![^\n]*persistent\s*=\s*False)|\bBuffer\((?![^\n]*persistent\s*=\s*False)")
-
-
-def _buffers_listed(site) -> None:
-    """A persistent buffer converts to a non-trainable Parameter, which parameters() and
-    named_parameters() then yield too (torch's do not): marked in a file whose classes (or the
-    classes it imports) register one, except as an optimizer's argument (its trainable_params()
-    leave them out)."""
-    ctx = site.rw.ctx
-    if not any(_PERSISTENT_BUFFER.search(text) for text in (ctx.source, *ctx.project_classes.values())):
-        return
-    stmt = site.statement
-    if stmt is not None and any((site.rw.scopes.resolve(call.func) or "").startswith("torch.optim.")
-                                for call in m.findall(stmt, m.Call())):
-        return
-    site.flag("review", f"{site.qualname}: a buffer (register_buffer) is a non-trainable Parameter in MindSpore, "
-                        f"so this also yields the buffers (torch: parameters only); leave them out where you "
-                        f"count or initialise parameters (their names: the register_buffer calls)")
-
-
 def parameters(site):
-    """`m.parameters()` -> torch's set: get_parameters() would add BatchNorm's moving statistics."""
-    _buffers_listed(site)
+    """`m.parameters()` -> torch's set: get_parameters() would add BatchNorm's moving statistics
+    and register_buffer's Parameters."""
     func = generated(site, cells.msmigrate_named_parameters, cells.msmigrate_parameters)
     args = [cst.Arg(site.receiver)]
     if site.has("recurse"):
@@ -272,13 +262,27 @@ def parameters(site):
 
 def named_parameters(site):
     """`m.named_parameters()` -> torch's set: parameters_and_names() would add BatchNorm's moving
-    statistics."""
-    _buffers_listed(site)
+    statistics and register_buffer's Parameters."""
     func = generated(site, cells.msmigrate_named_parameters)
     args = [cst.Arg(site.receiver)]
     for torch_name, ms_name in (("prefix", "name_prefix"), ("recurse", "expand")):
         if site.has(torch_name):
             args.append(cst.Arg(site.arg(torch_name), keyword=cst.Name(ms_name)))
+    return cst.Call(func, args)
+
+
+def buffers(site):
+    """`m.buffers()` / `m.named_buffers()` -> generated functions over the Cell's register_buffer
+    Parameters and BatchNorm's moving statistics."""
+    named = site.qualname.endswith("named_buffers")
+    func = generated(site, cells.msmigrate_named_buffers, *([] if named else [cells.msmigrate_buffers]))
+    args = [cst.Arg(site.receiver)]
+    for torch_name in ("prefix", "recurse"):
+        if site.has(torch_name) and (named or torch_name == "recurse"):
+            args.append(cst.Arg(site.arg(torch_name), keyword=cst.Name(torch_name)))
+    if re.search(r"BatchNorm", site.rw.ctx.source):
+        site.flag("review", f"{site.qualname}: BatchNorm's running statistics are its moving_mean and "
+                            f"moving_variance; its num_batches_tracked has no MindSpore counterpart")
     return cst.Call(func, args)
 
 
