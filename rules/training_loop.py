@@ -1070,6 +1070,8 @@ class TrainingLoopPass(PathTransformer):
         eff = [effects(s) for s in pre]
         trained = set(step.get("tensors", ()))   # a statement computing with them is no data
         leaves = self._leaves([o for o in (step.get("optimizer"), *step.get("others", ())) if o]) | trained
+        if step["kind"] == "manual":   # updated by hand: the network is the one it names
+            leaves.add(step["model"].rsplit(".", 1)[-1])
         holders = self._recomputed_holders()
         # a tensor trained by hand is made before its step (`w = x.clone().requires_grad_()`), not in it
         chosen = [i for i in chosen if not (eff[i].writes & trained)]
@@ -2104,6 +2106,10 @@ class TrainingLoopPass(PathTransformer):
         update_inputs = step.get("update_inputs", [])
         step_args = ", ".join([*inputs, *update_inputs])
         call_pre: list = []
+        # a state fed back (see _as_jit_argument), not what an enclosing loop binds anew (a batch)
+        rebound = {n for loop in (self.loops[-1] if self.loops else []) if isinstance(loop, cst.For)
+                   for n in _target_names(loop.target)}
+        step["carried"] = (set(outputs) & set(inputs)) - rebound
         if step["kind"] == "accumulate":
             # One compiled step: gradients accumulate in Parameters, and torch's own condition,
             # evaluated in Python where torch evaluated it, decides (as a bool tensor, so the
@@ -2238,12 +2244,17 @@ class TrainingLoopPass(PathTransformer):
         """The compiled step's call arguments: its inputs, an attribute it reads through an
         argument (`self.beta`) by its path."""
         paths = step.get("arguments", {})
-        return ", ".join(paths[n] if n in paths else self._as_jit_argument(n) for n in inputs)
+        carried = step.get("carried", ())
+        return ", ".join(paths[n] if n in paths else self._as_jit_argument(n, n in carried) for n in inputs)
 
-    def _as_jit_argument(self, name: str) -> str:
+    def _as_jit_argument(self, name: str, carried: bool = False) -> str:
         """A step input that may be a Python list (`word, tag = data` over a list of
         `("The dog".split(), ["DET", "NN"])`) goes in as a tuple: @ms.jit reuses its compiled
-        graph for an equal tuple, but compiles again on every call given a list."""
+        graph for an equal tuple, but compiles again on every call given a list. A state the
+        step returns and takes back (an LSTM's `hidden = (h, c)`) goes in as a mutable tuple:
+        the Tensors of a plain tuple are constants of the graph, compiled again every call."""
+        if carried:
+            return f"{self._ref('mindspore.mutable')}({name}) if isinstance({name}, tuple) else {name}"
         if not self._maybe_list(name, set()):
             return name
         return f"tuple({name}) if isinstance({name}, list) else {name}"

@@ -468,3 +468,28 @@ def test_checkpoint_under_a_variable_name_keeps_the_programs_file_name(tmp_path)
     want, got = _outputs(src, result.code, tmp_path)
     assert len(want) == 6 and len(got) == len(want), (want, got)
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+@pytest.mark.framework
+def test_language_model_carries_its_state_and_reloads_the_module_it_saved(tmp_path):
+    """fixtures/programs/lm_hidden_reload.py: the step takes the batch (not its offset, a Python
+    int) and the carried (h, c) as a mutable tuple, so MindSpore compiles it once (a plain tuple's
+    Tensors are graph constants: MindSpore warns and compiles again every call); the module saved
+    to an open file loads back from it into a copy of the Cell. Torch's lines, no marker."""
+    import os
+    import subprocess
+    import sys
+    from test_values_change_type import _same_line
+    src = FIXTURES / "programs" / "lm_hidden_reload.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    converted = tmp_path / "lm_converted.py"
+    converted.write_text(result.code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runs = [subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300,
+                           cwd=tmp_path) for path in (src, converted)]
+    assert all(r.returncode == 0 for r in runs), runs[1].stderr[-3000:]
+    want, got = (r.stdout.splitlines() for r in runs)
+    assert len(want) == 15 and len(got) == len(want) and want[-1].startswith("test loss"), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    assert "Constant value tensor" not in runs[1].stderr   # compiled once, not every call

@@ -12,6 +12,10 @@ def msmigrate_forward(network, *args, **kwargs):
     if compiled is None:
         compiled = network.__dict__["_msmigrate_forward"] = ms.jit(network)
     if compiled is not False:
+        # a tuple of Tensors (an LSTM's (h, c)) as such is a constant of the graph, compiled again
+        # on every call: mutable, it is an input
+        args = [ms.mutable(a) if isinstance(a, tuple) and a and all(isinstance(t, ms.Tensor) for t in a) else a
+                for a in args]
         try:
             return compiled(*args, **kwargs)
         except (TypeError, ValueError, RuntimeError, AttributeError, NameError, SyntaxError, IndexError, OSError):

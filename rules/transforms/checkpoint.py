@@ -100,6 +100,18 @@ def _checkpoint_calls(site) -> list[tuple[str, cst.BaseExpression | None, cst.Ba
     return found
 
 
+def _saves_cell(site, name: str) -> bool:
+    """Does the file torch.save the module bound to `name` (`torch.save(model, f)`)?"""
+    return any(q == "torch.save" and isinstance(obj, cst.Name) and obj.value == name and _is_cell(site, obj)
+               for q, obj, _ in _checkpoint_calls(site))
+
+
+def _loads_cell(site, name: str) -> bool:
+    """Does the file load a whole module back into `name` (`model = torch.load(f)`), which
+    msmigrate_loaded_cell does from the Cell it saved?"""
+    return re.search(rf"(?<![\w.]){re.escape(name)}\s*=\s*torch\.load\(", site.rw.module_code) is not None
+
+
 def _renamed(text: str) -> str | None:
     if text.endswith(".ckpt"):
         return None
@@ -154,6 +166,8 @@ def _holds_table(site, expr, depth: int = 0) -> bool:
         return False
     if _is_table(expr):
         return True
+    if isinstance(expr, cst.IfExp):   # `m.module.state_dict() if parallel else m.state_dict()`
+        return _holds_table(site, expr.body, depth + 1) and _holds_table(site, expr.orelse, depth + 1)
     if isinstance(expr, cst.Call):
         func = resolve(expr.func, site.rw.ctx.names.imports) or ""
         if func in ("copy.deepcopy", "copy.copy") or (isinstance(expr.func, cst.Name) and expr.func.value == "dict"
@@ -241,8 +255,9 @@ def save(site):
     if named is not None:   # the entries read from the saved name, classified by its literal
         return _save_dict(site, named, path, via=obj)
     if _is_cell(site, obj):  # a whole module: MindSpore stores parameters only
-        site.flag("review", f"{site.qualname}: torch pickles the whole module; a MindSpore checkpoint holds its "
-                            f"parameters only: the loading side must build the Cell and load_param_into_net")
+        if not (isinstance(obj, cst.Name) and _loads_cell(site, obj.value)):
+            site.flag("review", f"{site.qualname}: torch pickles the whole module; a MindSpore checkpoint holds "
+                                f"its parameters only: the loading side must build the Cell and load_param_into_net")
         return _checkpoint_call(site, "save", path, [cst.Arg(obj)])
     raise Unconvertible(f"torch.save of {site.code(obj)}: only state_dicts, modules and checkpoint dicts of "
                         f"state_dicts and scalars map to MindSpore checkpoints", "manual")
@@ -313,10 +328,13 @@ def load(site):
     name = site.assigned_name
     used_as_module = name is not None and re.search(
         rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module_code)
+    loaded = _checkpoint_call(site, "load", path, [])
+    if name is not None and _saves_cell(site, name):   # the module this file saved under that name
+        func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_loaded_cell")
+        return cst.Call(func, [cst.Arg(cst.Name(name)), cst.Arg(loaded)])
     if weights_only is False or used_as_module:
         site.flag("manual", f"{site.qualname}: this loads a pickled object (a whole module?); a MindSpore "
                             f"checkpoint is a parameter table: build the Cell, then load_param_into_net")
-    loaded = _checkpoint_call(site, "load", path, [])
     if name is not None and not re.search(rf"(?<![\w.]){re.escape(name)}\s*\[|\bin\s+{re.escape(name)}\b|"
                                           rf"(?<![\w.]){re.escape(name)}\.get\(", site.rw.module_code):
         return loaded   # a table only loaded or passed on
