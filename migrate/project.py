@@ -14,6 +14,7 @@ No API knowledge here: a fact is just "the torch qualified name this call ends u
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -318,22 +319,26 @@ class Project:
             return self._binding(module, name)
         # a file that is not part of the importable tree (a notebook): resolve as if it sat at
         # `module`'s place, without registering it
-        self.modules[module] = summary
-        self.facts.setdefault(module, {})
-        try:
+        with self._visiting(module, summary):
             return self._binding(module, name)
-        finally:
-            del self.modules[module]
-            del self.facts[module]
 
-    def _own_function_fact(self, summary: ModuleSummary, module: str, name: str) -> str | None:
+    @contextmanager
+    def _visiting(self, module: str, summary: ModuleSummary):
+        """`module` (a notebook's place in the tree) registered while the body resolves names in
+        it: the tables every lookup reads (facts, plain classes) have its entry too."""
         self.modules[module] = summary
         self.facts[module] = {}
+        self.plain[module] = set()
         try:
-            found = {self._creates(module, c) for c in summary.functions[name]}
+            yield
         finally:
             del self.modules[module]
             del self.facts[module]
+            del self.plain[module]
+
+    def _own_function_fact(self, summary: ModuleSummary, module: str, name: str) -> str | None:
+        with self._visiting(module, summary):
+            found = {self._creates(module, c) for c in summary.functions[name]}
         return found.pop() if summary.functions[name] and len(found) == 1 and None not in found else None
 
     def _collect(self, prefix: str, value, out: dict[str, str], depth: int) -> None:

@@ -170,6 +170,10 @@ cifar_tf = T.Compose([
 ])
 cifar = datasets.CIFAR10(root=ROOT, train=True, transform=cifar_tf)
 cifar_loader = torch.utils.data.DataLoader(cifar, batch_size=4, drop_last=True)
+# torchvision's own files: the python pickles of cifar-10-batches-py/ (read across the five batches)
+cifar_py = datasets.CIFAR10(root=ROOT + "/py", train=True, download=True,
+                            transform=T.Compose([T.ToTensor(), T.Normalize((0.5, 0.4, 0.3), (0.2, 0.25, 0.3))]))
+cifar_py_loader = torch.utils.data.DataLoader(cifar_py, batch_size=5)
 
 folder_tf = T.Compose([T.Resize(8), T.RandomVerticalFlip(0.0), T.ToTensor()])
 folder = datasets.ImageFolder(ROOT + "/folder", transform=folder_tf)
@@ -210,6 +214,19 @@ cifar_x = rng.integers(0, 256, (10000, 3, 32, 32), dtype=np.uint8)
 cifar_y = rng.integers(0, 10, 10000).astype(np.uint8)
 with open(f"{ROOT}/cifar-10-batches-bin/data_batch_1.bin", "wb") as f:
     f.write(np.concatenate([cifar_y[:, None], cifar_x.reshape(10000, -1)], axis=1).tobytes())
+# CIFAR-10 as torchvision downloads it: pickled dicts of N x 3072 rows (R, G, B planes) and labels
+import pickle
+os.makedirs(f"{ROOT}/py/cifar-10-batches-py")
+py_x = rng.integers(0, 256, (15, 3, 32, 32), dtype=np.uint8)
+py_y = rng.integers(0, 10, 15)
+for i in range(5):
+    with open(f"{ROOT}/py/cifar-10-batches-py/data_batch_{i + 1}", "wb") as f:
+        pickle.dump({"data": py_x[3 * i:3 * i + 3].reshape(3, -1), "labels": [int(v) for v in py_y[3 * i:3 * i + 3]],
+                     "batch_label": f"training batch {i + 1} of 5"}, f)
+with open(f"{ROOT}/py/cifar-10-batches-py/test_batch", "wb") as f:
+    pickle.dump({"data": py_x[:2].reshape(2, -1), "labels": [1, 2]}, f)
+with open(f"{ROOT}/py/cifar-10-batches-py/batches.meta", "wb") as f:
+    pickle.dump({"label_names": ["c%d" % i for i in range(10)]}, f)
 # ImageFolder: class directories created out of order, files out of order, non-square PNGs
 folder_imgs = {}
 for cls in ["zebra", "ant", "moth"]:
@@ -275,6 +292,12 @@ try:
     res["cifar10"] = compare(collect(ms_prog.cifar_loader, limit=2), batches)
 except Exception:
     res["cifar10"] = traceback.format_exc()[-2000:]
+try:
+    exp = [normalize(to_tensor(x.transpose(1, 2, 0)), (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)) for x in py_x]
+    batches = [(np.stack(exp[i:i + 5]), py_y[i:i + 5].astype(np.int64)) for i in (0, 5, 10)]
+    res["cifar10_py"] = compare(collect(ms_prog.cifar_py_loader), batches)
+except Exception:
+    res["cifar10_py"] = traceback.format_exc()[-2000:]
 try:
     got = collect(ms_prog.folder_loader)
     order = [(c, n) for c in sorted(["zebra", "ant", "moth"]) for n in ["a.png", "b.png"]]
@@ -386,7 +409,7 @@ def test_shuffled_loader_is_a_permutation_in_torch_batch_sizes(loader_results):
 
 
 @pytest.mark.framework
-@pytest.mark.parametrize("name", ["mnist", "cifar10", "nearest", "eager", "eager_pil"])
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "cifar10_py", "nearest", "eager", "eager_pil"])
 def test_vision_pipeline_matches_torchvision_semantics(vision_results, name):
     got = vision_results[name]
     assert not isinstance(got, str), got

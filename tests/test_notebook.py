@@ -152,3 +152,22 @@ def test_brackets_in_shell_and_magic_lines_do_not_open_python_brackets(tmp_path)
     assert result.exit_code == 0, result.stderr
     out = json.loads(src.read_text())["cells"][0]["source"]
     assert out == ['from mindspore import ops\n', *source[1:4], 'x = ops.zeros(2)\n', *source[5:]]
+
+
+def test_notebook_function_calling_the_notebooks_own_class(tmp_path):
+    # a notebook's function whose call names a class or function of the notebook itself: the name
+    # is looked up at the notebook's place in the tree (crashed with a KeyError on the whole run)
+    (tmp_path / "models.py").write_text("import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+                                        "    def forward(self, x):\n        return x\n")
+    nb = notebook(code_cell(["from models import Net\n", "import torch\n"]),
+                  code_cell(["class Meter:\n", "    pass\n", "\n", "\n", "def make_meter():\n",
+                             "    return Meter()\n", "\n", "\n", "def make_net():\n", "    return Net()\n"]),
+                  code_cell(["net = make_net()\n", "meter = make_meter()\n", "out = net(torch.ones(2))"]))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "demo.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    (tmp_path / "demo.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    result = convert(tmp_path, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    cells = json.loads((tmp_path / "out" / "demo.ipynb").read_text())["cells"]
+    assert cells[2]["source"][:2] == ["net = make_net()\n", "net.set_train(True)\n"]
+    assert (tmp_path / "out" / "sub" / "demo.ipynb").exists()

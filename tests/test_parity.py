@@ -429,3 +429,50 @@ def test_the_rounding_run_starts_from_torchs_weights_rounded_differently(tmp_pat
     assert pmeta2["losses"][0] == pytest.approx(tmeta["losses"][0], rel=1e-6)
     moved2 = sensitivity(tmeta, tarr, pmeta2, parr2)
     assert set(moved2) == set(moved) and moved2 != moved and 0 < max(moved2.values()) < 1e-5
+
+
+_SRC_MODEL = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+_SRC_TRAIN = """import torch
+from src.model import Net
+
+torch.manual_seed(0)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    print(loss.item())
+"""
+
+
+@pytest.mark.framework
+def test_src_layout_run_with_pythonpath_imports_each_trees_modules(tmp_path, monkeypatch):
+    """A `src/` project run from its root as `PYTHONPATH=. python src/train.py` (tn-ae-creditcard):
+    the converted program imports the converted `src.model`, not the torch one sitting in the
+    working directory (`-m` put it first on sys.path; PYTHONPATH named the torch tree)."""
+    torch_root, ms_root = tmp_path / "torch", tmp_path / "mindspore"
+    (torch_root / "src").mkdir(parents=True)
+    (torch_root / "src" / "__init__.py").write_text("")
+    (torch_root / "src" / "model.py").write_text(_SRC_MODEL)
+    (torch_root / "src" / "train.py").write_text(_SRC_TRAIN)
+    conv = subprocess.run([sys.executable, "-m", "msmigrate.cli", "convert", str(torch_root), "-o", str(ms_root),
+                           "-q", "--no-cache"], capture_output=True, text=True, cwd=tmp_path)
+    assert conv.returncode == 0, conv.stderr
+    monkeypatch.chdir(torch_root)
+    monkeypatch.setenv("PYTHONPATH", ".")
+    r = run_parity(torch_root / "src" / "train.py", ms_root / "src" / "train.py", Options(steps=3, timeout=300))
+    assert r["passed"], format_text(r)
+    assert r["ms_steps"] == 3

@@ -43,6 +43,7 @@ STEPS = {
     "train_optimizer_saved_alone.py": 9,   # six epochs, then the three resumed ones
     "train_checkpoint_named_dict.py": 7,   # four epochs, then the three resumed ones
     "loop_micro_steps.py": 9,   # three updates of three micro-batches each
+    "train_cosine_scheduler_checkpoint.py": 5,   # saved at epoch 2, two epochs of the rebuilt scheduler
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}
@@ -128,6 +129,16 @@ def test_batches_reshaped_before_the_step_are_replayed():
     replayed reshaped alike, so both runs train on the same rows (they diverged at step 1 on
     differently shuffled data before)."""
     r = run_parity(PROGRAMS / "train_reshaped_batches.py", None, Options(steps=4, timeout=300))
+    assert r["passed"], format_text(r)
+    replay = r["setup"]["replay"]
+    assert replay["replayed"] == 4 and not replay["mismatch"], replay
+
+
+@pytest.mark.framework
+def test_batches_cast_before_the_step_are_replayed():
+    """The step's arguments are float32 casts of reshaped float64 NumPy windows (sp-lstm-stock):
+    found in the pipeline's batch by comparing in their own dtype, torch's windows are replayed."""
+    r = run_parity(PROGRAMS / "train_float64_windows_cast.py", None, Options(steps=4, timeout=300))
     assert r["passed"], format_text(r)
     replay = r["setup"]["replay"]
     assert replay["replayed"] == 4 and not replay["mismatch"], replay

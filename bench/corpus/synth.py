@@ -137,3 +137,48 @@ def solar_csv(path: str, n_rows: int = 104832, n_sites: int = 32, seed: int = 0)
     power = day[:, None] * rng.uniform(5, 12, n_sites) * rng.uniform(0.6, 1.0, (n_rows, n_sites))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savetxt(path, power, delimiter=",", fmt="%.4g")
+
+
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+
+
+def cifar10_batches(directory: str = "data", n_train: int = 200, n_test: int = 100, seed: int = 0) -> None:
+    """CIFAR-10 as torchvision downloads it: `directory/cifar-10-batches-py/` holding the python pickles
+    data_batch_1..5 (n_train images split between them), test_batch and batches.meta; each batch a dict
+    of `data` (N x 3072 uint8, the R, G and B planes of a 32x32 image a row), `labels` (a list of
+    ints), `batch_label` and `filenames`. Images: noise plus a bright class-dependent block, per channel."""
+    import pickle
+    rng = _rng(seed)
+    d = Path(directory) / "cifar-10-batches-py"
+    d.mkdir(parents=True, exist_ok=True)
+
+    def batch(n: int, name: str) -> dict:
+        labels = rng.integers(0, 10, n)
+        imgs = rng.integers(0, 96, (n, 3, 32, 32), dtype=np.uint8)
+        for i, c in enumerate(labels):
+            r, col = divmod(int(c), 4)
+            imgs[i, c % 3, 4 + 8 * r:12 + 8 * r, 2 + 7 * col:10 + 7 * col] = rng.integers(160, 256, (8, 8),
+                                                                                           dtype=np.uint8)
+        return {"batch_label": name, "labels": [int(c) for c in labels], "data": imgs.reshape(n, 3072),
+                "filenames": [f"synthetic_{name.replace(' ', '_')}_{i}.png" for i in range(n)]}
+
+    sizes = [n_train // 5 + (i < n_train % 5) for i in range(5)]
+    for i, n in enumerate(sizes, 1):
+        with open(d / f"data_batch_{i}", "wb") as fh:
+            pickle.dump(batch(n, f"training batch {i} of 5"), fh, protocol=2)
+    with open(d / "test_batch", "wb") as fh:
+        pickle.dump(batch(n_test, "testing batch 1 of 1"), fh, protocol=2)
+    with open(d / "batches.meta", "wb") as fh:
+        pickle.dump({"num_cases_per_batch": max(sizes), "label_names": list(CIFAR10_CLASSES), "num_vis": 3072}, fh,
+                    protocol=2)
+
+
+def keep_first_lines(n: int, *paths: str) -> None:
+    """Cut each of the repository's own list files (one item a line: file names, labels) to its
+    first `n` lines, the same for every file, so a script that reads a whole shipped dataset
+    trains on a tiny part of it; nothing is drawn."""
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as fh:
+            lines = fh.readlines()
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.writelines(lines[:n])

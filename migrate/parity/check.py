@@ -32,8 +32,38 @@ class Options:
     args: tuple[str, ...] = ()   # the script's own command-line arguments, given to both runs
 
 
+def _trees(script: Path, against: Path) -> tuple[Path, Path] | None:
+    """The directories the two programs sit in at the same place (`torch/src/train.py` and
+    `mindspore/src/train.py`: `torch`, `mindspore`), or None when they are one."""
+    a, b = script.resolve().parts, against.resolve().parts
+    k = 0
+    while k < min(len(a), len(b)) - 1 and a[-1 - k] == b[-1 - k]:
+        k += 1
+    ta, tb = Path(*a[:len(a) - k]), Path(*b[:len(b) - k])
+    return None if ta == tb else (ta, tb)
+
+
+def _pythonpath_for(against: Path, script: Path) -> str | None:
+    """PYTHONPATH for the MindSpore run: an entry inside the torch program's tree (a `src/`
+    layout run as `PYTHONPATH=. python src/train.py`) names the same place in the converted
+    program's tree, which would otherwise import the torch modules; None: unchanged."""
+    value = os.environ.get("PYTHONPATH")
+    trees = _trees(script, against)
+    if not value or trees is None:
+        return None
+    out = []
+    for entry in value.split(os.pathsep):
+        path = Path(entry or ".").resolve()
+        if path == trees[0] or trees[0] in path.parents:
+            path = trees[1] / path.relative_to(trees[0])
+            out.append(str(path))
+        else:
+            out.append(entry)
+    return os.pathsep.join(out)
+
+
 def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_record: Path | None,
-                workdir: Path, perturb: int = 0) -> tuple[dict, dict]:
+                workdir: Path, perturb: int = 0, pythonpath: str | None = None) -> tuple[dict, dict]:
     spec = {"framework": framework, "script": str(script), "out": str(out), "steps": opts.steps,
             "grads": opts.grads, "torch_record": str(torch_record) if torch_record else None,
             "args": list(opts.args), "perturb": perturb}
@@ -42,8 +72,12 @@ def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_re
     # torch.compile'd code runs eagerly: the runner's hooks (weights, losses) do not trace, and the
     # values are torch's own up to rounding
     env = {**os.environ, "GLOG_v": os.environ.get("GLOG_v", "3"), "PYTHONHASHSEED": "0", "TORCHDYNAMO_DISABLE": "1"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     try:
-        proc = subprocess.run([sys.executable, "-m", "msmigrate.parity.runner", str(spec_path)],
+        # -P: the working directory is not put on sys.path (`-m` would put it first), as for
+        # `python script.py`: a `src/` program under PYTHONPATH imports its own tree's modules
+        proc = subprocess.run([sys.executable, "-P", "-m", "msmigrate.parity.runner", str(spec_path)],
                               capture_output=True, text=True, timeout=opts.timeout, env=env)
     except subprocess.TimeoutExpired:
         raise ParityError(f"the {framework} program did not finish within {opts.timeout:g} s") from None
@@ -399,7 +433,8 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
                               "parameters; nothing to compare")
         if not tmeta["losses"]:
             raise ParityError(f"{script}: no loss.backward() call was seen")
-        mmeta, marr = _run_runner("mindspore", against, workdir / "mindspore", opts, workdir / "torch", workdir)
+        mmeta, marr = _run_runner("mindspore", against, workdir / "mindspore", opts, workdir / "torch", workdir,
+                                  pythonpath=_pythonpath_for(against, script))
         if not mmeta["losses"]:
             raise ParityError(f"{against}: no call of a @ms.jit function named train_step* was seen")
         result = compare(tmeta, tarr, mmeta, marr, opts)

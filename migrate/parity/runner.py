@@ -1001,9 +1001,11 @@ def run_mindspore(rec: Record, script: str) -> None:
             return None
         out = []
         for a in pos:
-            flat = a.asnumpy().reshape(-1).astype(np.float64)
+            # compared in the argument's dtype: the step may take a cast of the value
+            # (`data.unsqueeze(2).float()` of a float64 NumPy window rounds it to float32)
+            flat = a.asnumpy().reshape(-1)
             j = next((j for j, d in enumerate(drawn) if d.size == flat.size
-                      and np.array_equal(d.reshape(-1).astype(np.float64), flat)), None)
+                      and np.array_equal(d.reshape(-1).astype(flat.dtype), flat)), None)
             out.append(None if j is None else tb[j].reshape(tuple(a.shape)))
         return out if any(t is not None for t in out) else None
 

@@ -1449,6 +1449,17 @@ def generated_cell(site):
     return site.call(cls)
 
 
+def embedding_layer(site):
+    """nn.Embedding given padding_idx: msmigrate_Embedding (rules/generated/functions.py), whose
+    padding row gets no gradient as torch's (MindSpore's own trains it); without, MindSpore's."""
+    if site.is_call and not site.unbound and "padding_idx" in site.bound \
+            and not _is_none(site.bound["padding_idx"].value):
+        return generated_cell(site)
+    if not site.is_call:
+        return site.ref(site.record.target)
+    return site.call(site.record.target)
+
+
 _GENERATED_IMPORTS = {"ms": ("import mindspore as ms", "mindspore"), "ops": ("from mindspore import ops", "mindspore.ops"),
                       "linalg": ("from mindspore.scipy import linalg", "mindspore.scipy.linalg")}
 
