@@ -42,7 +42,7 @@ STEPS = {
     "train_optimizer_lr_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_saved_alone.py": 9,   # six epochs, then the three resumed ones
     "train_checkpoint_named_dict.py": 7,   # four epochs, then the three resumed ones
-    "loop_micro_steps.py": 9,   # three updates of three micro-batches each
+    "train_micro_batches.py": 9,   # three updates of three micro-batches each
     "train_cosine_scheduler_checkpoint.py": 5,   # saved at epoch 2, two epochs of the rebuilt scheduler
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
