@@ -536,7 +536,7 @@ class TrainingLoopPass(PathTransformer):
         self.autocast = None   # (autocast call, region body, condition) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
         self._holder_scan = None   # _ParameterHolders of the module, built when first needed
-        self._bindings = None      # name -> values bound to it in the module (_maybe_list)
+        self._bindings = None      # name -> values bound to it in the module (_module_bindings)
         self._module_scan = None   # ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
@@ -2107,9 +2107,7 @@ class TrainingLoopPass(PathTransformer):
         step_args = ", ".join([*inputs, *update_inputs])
         call_pre: list = []
         # a state fed back (see _as_jit_argument), not what an enclosing loop binds anew (a batch)
-        rebound = {n for loop in (self.loops[-1] if self.loops else []) if isinstance(loop, cst.For)
-                   for n in _target_names(loop.target)}
-        step["carried"] = (set(outputs) & set(inputs)) - rebound
+        step["carried"] = {n for n in set(outputs) & set(inputs) if self._binding_loop(n) is None}
         if step["kind"] == "accumulate":
             # One compiled step: gradients accumulate in Parameters, and torch's own condition,
             # evaluated in Python where torch evaluated it, decides (as a bool tensor, so the
@@ -2263,6 +2261,11 @@ class TrainingLoopPass(PathTransformer):
         if name in seen:
             return False
         seen.add(name)
+        return any(self._value_maybe_list(v, seen) for v in self._module_bindings().get(name, []))
+
+    def _module_bindings(self) -> dict[str, list]:
+        """name -> the values the module binds to it anywhere (an assignment's whole value, a
+        `for`'s iterable), built once."""
         if self._bindings is None:
             found: dict[str, list] = {}
             for n in walk(self.module):
@@ -2276,7 +2279,7 @@ class TrainingLoopPass(PathTransformer):
                         if isinstance(t, cst.Name):
                             found.setdefault(t.value, []).append(value)
             self._bindings = found
-        return any(self._value_maybe_list(v, seen) for v in self._bindings.get(name, []))
+        return self._bindings
 
     def _value_maybe_list(self, value, seen: set) -> bool:
         """Whether a bound value is, holds, or is derived from a Python list: a list literal or
@@ -2563,9 +2566,7 @@ class TrainingLoopPass(PathTransformer):
         the region is mixed precision where cond says so; None for anything else."""
         if not isinstance(item, cst.Name):
             return None
-        values = [node.value for node in walk(self.module) if isinstance(node, cst.Assign)
-                  and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
-                  and node.targets[0].target.value == item.value]
+        values = self._module_bindings().get(item.value, [])
         if len(values) != 1:
             return None
         value = values[0]

@@ -20,7 +20,7 @@ from msmigrate.rules.transforms.dtypes import _scope_values, bound_values
 
 _TORCH_SUFFIXES = (".pt", ".pth", ".pth.tar", ".tar", ".bin")
 # the key an optimizer's learning rates are saved under when its state_dict is saved alone
-_OPTIMIZER_KEY = "'optimizer'"
+_OPTIMIZER_KEY = "optimizer"
 
 
 def _ckpt_path(site, path: cst.BaseExpression) -> cst.BaseExpression:
@@ -123,18 +123,11 @@ def _renamed(text: str) -> str | None:
     return text + ".ckpt"
 
 
-def _params_of(node) -> cst.BaseExpression | None:
-    """`m` for `m.parameters_dict()` (state_dict() after its own record)."""
+def _params_of(node, method: str = "parameters_dict") -> cst.BaseExpression | None:
+    """`m` for `m.parameters_dict()` (state_dict() after its own record), or for another method
+    without arguments (`m.state_dict()`: the source, before conversion)."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-            node.func.attr.value == "parameters_dict" and not node.args:
-        return node.func.value
-    return None
-
-
-def _state_dict_of(node) -> cst.BaseExpression | None:
-    """`m` for torch's `m.state_dict()` (the source, before conversion)."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-            node.func.attr.value == "state_dict" and not node.args:
+            node.func.attr.value == method and not node.args:
         return node.func.value
     return None
 
@@ -245,7 +238,7 @@ def save(site):
     if owner is not None and _is_optimizer(site, owner):   # with its learning rates (see _save_dict)
         func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_optimizer_lrs")
         table = cst.Dict([cst.StarredDictElement(obj),
-                          cst.StarredDictElement(_plain_call(func, owner, cst.SimpleString(_OPTIMIZER_KEY)))])
+                          cst.StarredDictElement(_plain_call(func, owner, cst.SimpleString(repr(_OPTIMIZER_KEY))))])
         return _checkpoint_call(site, "save", path, [cst.Arg(table)])
     if owner is not None:  # torch.save(model.state_dict(), p)
         return _checkpoint_call(site, "save", path, [cst.Arg(owner)])
@@ -276,8 +269,9 @@ def _save_dict(site, obj: cst.Dict, path, via=None):
     for el in obj.elements:
         if not isinstance(el, cst.DictElement):
             raise Unconvertible("a checkpoint dict with ** entries", "manual")
+        lrs = None
         value = el.value if via is None else cst.Subscript(via, [cst.SubscriptElement(cst.Index(el.key))])
-        owner = _params_of(el.value) if via is None else _state_dict_of(el.value)
+        owner = _params_of(el.value) if via is None else _params_of(el.value, "state_dict")
         scheduler = _scheduler_state_of(el.value) if via is None else \
             (owner if owner is not None and _made_by(site, owner, ("torch.optim.lr_scheduler.",)) else None)
         if scheduler is not None:   # its entries under the dict's key, as Parameters
@@ -286,7 +280,8 @@ def _save_dict(site, obj: cst.Dict, path, via=None):
         elif owner is not None and _is_optimizer(site, owner):
             tables.insert(0, value)
             func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_optimizer_lrs")
-            tables.append(_plain_call(func, owner, el.key))
+            lrs = _plain_call(func, owner, el.key)
+            tables.append(lrs)
         elif owner is not None or _holds_table(site, el.value):
             tables.append(value)
         elif isinstance(el.value, (cst.Dict, cst.List, cst.Tuple, cst.Set)) or (
@@ -298,7 +293,6 @@ def _save_dict(site, obj: cst.Dict, path, via=None):
             extras.append(el.with_changes(value=value, comma=cst.MaybeSentinel.DEFAULT))
             continue
         if scheduler is None:   # its names, so that ckpt[key] gives the table back (msmigrate_Checkpoint)
-            lrs = tables[-1] if owner is not None and _is_optimizer(site, owner) else None
             indexed.append(cst.DictElement(el.key, value if lrs is None else
                                            cst.Dict([cst.StarredDictElement(value), cst.StarredDictElement(lrs)])))
     merged = tables[0] if len(tables) == 1 else cst.Dict([cst.StarredDictElement(t) for t in tables])
@@ -441,11 +435,11 @@ def load_state_dict(site):
         loop_vars, params, key = f"{path}, {param}", f"{target}.parameters_and_names()", path
     else:
         loop_vars, params, key = param, f"{target}.get_parameters()", f"{param}.name"
-    missing = f"[{key} for {loop_vars} in {params} if {key} not in {table}]"
-    unexpected = f"[name for name in {table} if name not in {{{key} for {loop_vars} in {params}}}]"
     saved_alone = not whole_table and source is None and _is_optimizer(site, model)
-    if saved_alone:   # its learning rates, saved beside its parameters (see save)
-        unexpected = unexpected[:-1] + f" and not name.startswith({_OPTIMIZER_KEY[:-1]}.lr.')]"
+    # an optimizer's learning rates are saved beside its parameters (see save): not unexpected
+    lrs = f" and not name.startswith({_OPTIMIZER_KEY + '.lr.'!r})" if saved_alone else ""
+    missing = f"[{key} for {loop_vars} in {params} if {key} not in {table}]"
+    unexpected = f"[name for name in {table} if name not in {{{key} for {loop_vars} in {params}}}{lrs}]"
     if statement and strict and whole_table:
         site.before(site.stmt(f"param_not_load = {missing}\n"))
         site.before(site.stmt(
@@ -469,7 +463,7 @@ def load_state_dict(site):
         site.before(site.stmt(f"{func.value}({target}, {table}, {site.code(saved_under)})\n"))
     elif saved_alone:
         func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_load_optimizer_lrs")
-        site.before(site.stmt(f"{func.value}({target}, {table}, {_OPTIMIZER_KEY})\n"))
+        site.before(site.stmt(f"{func.value}({target}, {table}, {_OPTIMIZER_KEY!r})\n"))
     if statement:
         return site.REMOVED
     return site.expr("(param_not_load, ckpt_not_load)")
