@@ -84,7 +84,11 @@ def _named_elsewhere(site) -> set[str]:
 
 
 def _checkpoint_calls(site) -> list[tuple[str, cst.BaseExpression | None, cst.BaseExpression | None]]:
-    """(torch.save or torch.load, the object saved or None, the file) of each such call of the file."""
+    """(torch.save or torch.load, the object saved or None, the file) of each such call of the file
+    (read once per file: every save and load site asks)."""
+    cached = getattr(site.rw, "_msmigrate_checkpoint_calls", None)
+    if cached is not None and cached[0] is site.rw.module:
+        return cached[1]
     imports = site.rw.ctx.names.imports
     found = []
     for node in walk(site.rw.module):
@@ -97,6 +101,7 @@ def _checkpoint_calls(site) -> list[tuple[str, cst.BaseExpression | None, cst.Ba
             found.append((q, pos[0] if pos else kw.get("obj"), pos[1] if len(pos) > 1 else kw.get("f")))
         else:
             found.append((q, None, pos[0] if pos else kw.get("f")))
+    site.rw._msmigrate_checkpoint_calls = (site.rw.module, found)
     return found
 
 
