@@ -33,12 +33,22 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         return code, []
     from msmigrate.lint import lint_source
     from msmigrate.lint.config import LintConfig
+    from msmigrate.lint.runner import fix_until_stable
 
+    config = LintConfig(select=_UNSOUND, ignore=_SHOWN_ONLY + _NOT_THE_STEP)
     try:
-        findings = [f for f in lint_source(code, path, LintConfig(select=_UNSOUND, ignore=_SHOWN_ONLY + _NOT_THE_STEP))
-                    if f.severity == "error"]
+        findings = lint_source(code, path, config)
     except SyntaxError:
         return code, []
+    if any(f.fixable and f.fix_safe for f in findings):
+        # what the linter rewrites safely (a name first bound in a loop bound before it) is
+        # written so, as a MindSpore user would; only what is left keeps the step uncompiled
+        fixed = fix_until_stable(code, findings, path, config)
+        if not fixed.broken:
+            code, findings = fixed.text, fixed.diagnostics
+            lines = code.splitlines(keepends=True)
+            added = [i for i, ln in enumerate(lines) if _JIT_DECORATOR.match(ln) and ln.strip() not in source]
+    findings = [f for f in findings if f.severity == "error"]
     if not findings:
         return code, []
     regions = {i: _step_region(lines, i) for i in added}

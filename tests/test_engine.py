@@ -98,6 +98,25 @@ def test_a_step_whose_graph_would_freeze_python_values_is_left_uncompiled():
     assert sound.diagnostics == [] and "@ms.jit\ndef train_step(" in sound.code
 
 
+def test_names_first_bound_in_a_compiled_loop_are_bound_before_it():
+    """MindSpore's compiler refuses a name first bound in a loop and read after it (MSG120);
+    the converter writes the linter's safe fix (`output = None` before the loop) and keeps the
+    step compiled, in the step's own code and in a forward alike. (tests/test_parity_programs.py
+    runs fixtures/programs/train_rnn_output_after_loop.py against torch.)"""
+    src = ("import torch\nimport torch.nn as nn\n\n"
+           "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+           "        for k in range(2):\n            x = self.fc(x)\n        return x * k\n\n"
+           "net = Net()\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\nxs = torch.ones(3, 2, 4)\n"
+           "for step in range(3):\n    opt.zero_grad()\n    for t in range(xs.size(0)):\n"
+           "        out = net(xs[t])\n    loss = out.sum()\n    loss.backward()\n    opt.step()\n")
+    result = convert_source(src, "t.py")
+    assert result.diagnostics == []
+    assert "        k = None\n        for k in range(2):" in result.code
+    assert "    out = None\n    for t in range(xs.shape[0]):" in result.code
+    assert "@ms.jit\ndef train_step(" in result.code
+
+
 def test_accelerate_with_features_that_change_the_step_is_marked_not_rewritten():
     """An Accelerator with mixed precision is not plain torch: marked for manual work, its
     `accelerator.backward(loss)` is no Tensor.backward (no step built around the Accelerator),

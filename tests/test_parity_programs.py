@@ -44,6 +44,7 @@ STEPS = {
     "train_checkpoint_named_dict.py": 7,   # four epochs, then the three resumed ones
     "train_micro_batches.py": 9,   # three updates of three micro-batches each
     "train_cosine_scheduler_checkpoint.py": 5,   # saved at epoch 2, two epochs of the rebuilt scheduler
+    "train_rnn_output_after_loop.py": 8,   # both epochs of four words
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}
