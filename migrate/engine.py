@@ -147,6 +147,9 @@ class FileContext:
     arguments: dict = field(default_factory=dict)
     plain_classes: set = field(default_factory=set)   # classes of plain Python objects (names.plain_classes)
     recomputed: set = field(default_factory=set)   # containers of kept values a step computes again (a pass says)
+    # generated functions computing a gradient torch holds as a constant (an input's .grad after
+    # loss.backward(), rules/tape_grad.py): data for a training step, computed before it
+    input_gradients: set = field(default_factory=set)
     # ids of receivers holding another array library's value (msmigrate.foreign): not tensors
     foreign: set = field(default_factory=set)
 

@@ -36,7 +36,8 @@ class NotFaithful(Exception):
 class TrainableTensors(cst.CSTVisitor):
     """Names bound to a tensor a torch factory makes with requires_grad=True
     (`w = torch.randn(3, requires_grad=True)`: it becomes a Parameter): name -> the assignments
-    binding it (original nodes)."""
+    binding it (original nodes). `made`: names bound to what a torch function or a copy makes
+    (`x = torch.ones(2)`, `img = base.clone().detach()`)."""
 
     def __init__(self, imports: dict[str, str]) -> None:
         self.imports = imports
@@ -48,7 +49,8 @@ class TrainableTensors(cst.CSTVisitor):
             name = node.targets[0].target.value
             if self._trainable(node.value):
                 self.bindings.setdefault(name, []).append(node)
-            if isinstance(node.value, cst.Call) and (resolve(node.value.func, self.imports) or "").startswith("torch."):
+            if isinstance(node.value, cst.Call) and ((resolve(node.value.func, self.imports) or "").startswith("torch.")
+                                                     or _copied(node.value)):
                 self.made.add(name)
 
     def visit_Expr(self, node: cst.Expr) -> None:
@@ -65,6 +67,11 @@ class TrainableTensors(cst.CSTVisitor):
         return isinstance(value, cst.Call) and (resolve(value.func, self.imports) or "").startswith("torch.") \
             and any(a.keyword is not None and a.keyword.value == "requires_grad" and
                     isinstance(a.value, cst.Name) and a.value.value == "True" for a in value.args)
+
+
+def _copied(value: cst.Call) -> bool:
+    """`y.clone()`, `y.detach()`, `y.clone().detach()`: a new tensor the file makes."""
+    return isinstance(value.func, cst.Attribute) and value.func.attr.value in ("clone", "detach") and not value.args
 
 
 def requires_grad_call(value) -> bool:

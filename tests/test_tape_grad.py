@@ -147,3 +147,126 @@ def test_derivatives_with_respect_to_two_inputs_of_one_output_convert():
               "    g = torch.autograd.grad(u, z, torch.ones_like(u), create_graph=True, allow_unused=True)[0]\n"
               "    loss = u.mean()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
     assert "torch.autograd.grad(" in convert_source(unused, "u.py").code
+
+
+# ---- backward passes taken for an input's gradient (FGSM, saliency maps, adversarial training) ----
+INPUT_GRADIENTS = FIXTURES / "programs" / "input_gradients.py"
+
+
+def test_input_gradients_of_backward_passes_convert():
+    """`loss.backward()` read through `x.grad` of a tensor the block made require grad (the
+    attribute write, requires_grad_(), clone().detach().requires_grad_(True), requires_grad=True,
+    backward(gradient), two inputs): each a vjp of a function of the input, the markings gone,
+    model.zero_grad() dropped. They were refused (MSC102: a backward pass without an optimizer
+    step), the file stopped at its top."""
+    result = convert_source(INPUT_GRADIENTS.read_text(), INPUT_GRADIENTS.name)
+    body = result.code.split('"""', 2)[2]
+    assert "import torch" not in result.code and ".grad" not in body and "requires_grad" not in body
+    assert result.code.count("ms.vjp(") == 5 and "zero_grad" not in body
+    # a statement reading the network's output between it and the loss runs after the vjp
+    assert "(output,) = ms.vjp(" in body and body.index("(output,) = ms.vjp(") < body.index("init_pred = ")
+    assert not [d for d in result.diagnostics if d.code in ("MSC102", "MSC108")], result.diagnostics
+
+
+@pytest.mark.framework
+def test_input_gradients_match_torch(tmp_path):
+    out = tmp_path / INPUT_GRADIENTS.name
+    out.write_text(convert_source(INPUT_GRADIENTS.read_text(), INPUT_GRADIENTS.name).code)
+    want, got = _run(INPUT_GRADIENTS, tmp_path), _run(out, tmp_path)
+    assert set(want) == set(got)
+    for key in want:
+        for w, g in zip(want[key] if isinstance(want[key], list) else [want[key]],
+                        got[key] if isinstance(got[key], list) else [got[key]]):
+            np.testing.assert_allclose(np.array(g, dtype=float), np.array(w, dtype=float), rtol=1e-4, atol=1e-5,
+                                       err_msg=key)
+
+
+@pytest.mark.parametrize("name", ["train_adversarial_fgsm.py", "train_adversarial_pgd.py"])
+def test_adversarial_examples_are_computed_before_a_compiled_step(name):
+    """The attack's input gradients (one FGSM pass, PGD's loop of them) are vjps run before the
+    step, which is compiled and takes the perturbed batch: torch's input gradient is a constant
+    of the update's graph. (Left in the step they were differentiated again, uncompiled.) Both
+    train like torch: test_parity_programs."""
+    program = FIXTURES / "programs" / name
+    result = convert_source(program.read_text(), name)
+    code = result.code
+    assert "import torch" not in code and not result.diagnostics, result.diagnostics
+    assert code.count("ms.vjp(") == 1 and "@ms.jit\ndef train_step(" in code
+    forward = code[code.index("def forward_fn("):code.index("grad_fn = ")]
+    assert "vjp" not in forward and "x_adv" in forward
+    assert code.index("ms.vjp(") > code.index("for epoch in range(2):") and \
+        code.index("ms.vjp(") < code.index("= train_step(")
+
+
+ATTACK_THEN_UPDATE = '''
+import torch
+import torch.nn.functional as F
+model = torch.nn.Linear(4, 3)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+for step in range(3):
+    opt.zero_grad()
+    x.requires_grad = True
+    loss0 = F.cross_entropy(model(x), y)
+    loss0.backward()
+    x_adv = (x + 0.1 * x.grad.sign()).detach()
+    loss = F.cross_entropy(model(x_adv), y)
+    loss.backward()
+    opt.step()
+'''
+
+GRAD_READ_ELSEWHERE = '''
+import torch
+
+
+def show():
+    print(x.grad.sum())
+
+
+model = torch.nn.Linear(4, 1)
+x = torch.randn(2, 4)
+x.requires_grad_()
+out = model(x).sum()
+out.backward()
+g = x.grad
+show()
+'''
+
+RETAINED = '''
+import torch
+model = torch.nn.Linear(4, 1)
+x = torch.randn(2, 4)
+x.requires_grad_()
+out = model(x).sum()
+out.backward(retain_graph=True)
+print(x.grad.sum())
+'''
+
+OPTIMIZED_INPUT_GRAD_READ = '''
+import torch
+net = torch.nn.Linear(6, 1)
+img = torch.randn(1, 6)
+img.requires_grad = True
+opt = torch.optim.Adam([img], lr=0.1)
+for it in range(3):
+    opt.zero_grad()
+    loss = net(img).sum()
+    loss.backward()
+    opt.step()
+    print(img.grad.norm())
+'''
+
+
+@pytest.mark.parametrize("source", [ATTACK_THEN_UPDATE, GRAD_READ_ELSEWHERE, RETAINED, OPTIMIZED_INPUT_GRAD_READ],
+                         ids=["parameter_gradients_added_to_the_update", "input_gradient_read_elsewhere",
+                              "retain_graph", "optimized_tensor_gradient_read_after_its_step"])
+def test_input_gradients_it_cannot_follow_stay_marked(source):
+    """No zero_grad between the attack's backward pass and the update's (torch adds the attack's
+    parameter gradients to the update's), the input's gradient read in another block too, a
+    retained graph, and an optimizer's own tensor's gradient read after its step: marked, the file
+    stops at its top (none converted in silence). (`x.grad` read under an `if` after the pass
+    is read in its block: converted.)"""
+    result = convert_source(source, "t.py")
+    assert "ms.vjp(" not in result.code
+    assert any(d.code == "MSC102" for d in result.diagnostics), result.diagnostics
+    assert any(d.code == "MSC108" for d in result.diagnostics), result.diagnostics

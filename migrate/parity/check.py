@@ -467,7 +467,7 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         "dropout_disabled": {"torch": tmeta.get("dropout", {}), "mindspore": mmeta.get("dropout", {}),
                              "functional_calls": tmeta.get("functional_dropout_calls", 0)},
         "torch_batches_recorded": len(tmeta.get("batches", [])), "replay": mmeta.get("replay", {}),
-        "joined_backward": tmeta.get("joined_backward", 0),
+        "joined_backward": tmeta.get("joined_backward", 0), "voided_backward": tmeta.get("voided_backward", 0),
         "draws": {**(mmeta.get("draw_replay") or {}), "torch_draws": len(tmeta.get("draws", [])),
                   "torch_truncated": tmeta.get("draws_truncated")},
     }

@@ -60,6 +60,10 @@ def format_text(r: dict) -> str:
         lines.append(f"steps: {s['joined_backward']} torch backward pass(es) of another line before the optimizer "
                      "step joined to the one before (one update of their summed gradients: one MindSpore step "
                      "on the sum of the losses)")
+    if s.get("voided_backward"):
+        lines.append(f"steps: {s['voided_backward']} torch backward pass(es) whose gradients a zero_grad() cleared "
+                     "before any optimizer step counted as no step (an input's gradient, e.g. for an adversarial "
+                     "example: a vjp before the step in MindSpore)")
     lines.append("")
     lines.append(f"{'step':>5}  {'torch loss':>13}  {'mindspore loss':>14}  {'abs diff':>9}  {'rel diff':>9}  {'max param diff':>14}  ok")
     for row in r["steps"]:

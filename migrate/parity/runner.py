@@ -348,7 +348,7 @@ def run_torch(rec: Record, script: str) -> None:
     # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
           "names": {}, "acts_open": False, "nets": [], "checked": set(), "entry": None,
-          "opt_stepped": False, "sites": set()}
+          "opt_stepped": False, "sites": set(), "unapplied": []}
     rec.meta["networks"] = []
     created: list = []      # weak references to every module and optimizer, in creation order
     optimizers: list = []
@@ -425,6 +425,7 @@ def run_torch(rec: Record, script: str) -> None:
         side takes it when its compiled step returns: a checkpoint loaded or weights clipped
         before the next forward belong to the next step."""
         st["opt_stepped"] = True
+        st["unapplied"] = []
         if st["pending"] is not None and st["nets"]:
             st["stepped"] = current_state()
 
@@ -433,6 +434,46 @@ def run_torch(rec: Record, script: str) -> None:
     register_step_hook = getattr(toptimizer, "register_optimizer_step_post_hook", None)
     if register_step_hook is not None:
         register_step_hook(after_optimizer_step)
+    register_pre_hook = getattr(toptimizer, "register_optimizer_step_pre_hook", None)
+    if register_pre_hook is not None:
+        register_pre_hook(lambda optimizer, args, kwargs: st.update(in_optimizer_step=True))
+        if register_step_hook is not None:
+            register_step_hook(lambda optimizer, args, kwargs: st.update(in_optimizer_step=False))
+
+    def void_unapplied() -> None:
+        """The steps recorded since the last optimizer step are none: their gradients were
+        cleared (or never applied) before any update. They took an input's gradient (an
+        adversarial example's: PGD's passes, FGSM's one), which msmigrate convert computes with a
+        vjp before the step."""
+        unapplied = st["unapplied"]
+        if not unapplied or unapplied != list(range(len(rec.losses) - len(unapplied) + 1, len(rec.losses) + 1)):
+            return
+        del rec.losses[len(rec.losses) - len(unapplied):]
+        st["pending"], st["sites"], st["unapplied"] = None, set(), []
+        st.pop("provisional", None)
+        st.pop("stepped", None)
+        gone = tuple(f"{kind}/{step}/" for step in unapplied for kind in ("noise", "batch", "state"))
+        for key in [k for k in rec.arrays if k.startswith(gone)]:
+            del rec.arrays[key]
+        rec.meta["state_steps"] = [k for k in rec.meta["state_steps"] if k not in unapplied]
+        if any(step in rec.meta["batches"] for step in unapplied):   # their batch is the next step's
+            rec.meta["batches"] = [k for k in rec.meta["batches"] if k not in unapplied]
+            st["batch_new"] = True
+        if 1 in unapplied:
+            rec.meta["grads"] = []
+        rec.meta["voided_backward"] = rec.meta.get("voided_backward", 0) + len(unapplied)
+
+    def voided(zero_grad):
+        """zero_grad() after backward passes and before any optimizer step (outside one: not an
+        LBFGS closure): those passes updated nothing (void_unapplied)."""
+        def clearing(self, *args, **kwargs):
+            if not st["opt_stepped"] and not st.get("in_optimizer_step") and _alive(optimizers):
+                void_unapplied()
+            return zero_grad(self, *args, **kwargs)
+        return clearing
+
+    torch.optim.Optimizer.zero_grad = voided(torch.optim.Optimizer.zero_grad)
+    tmodule.Module.zero_grad = voided(tmodule.Module.zero_grad)
 
     def has_parameters(module) -> bool:
         return any(True for _ in module.parameters())
@@ -580,7 +621,9 @@ def run_torch(rec: Record, script: str) -> None:
             return joined_backward(self, site, *args, **kwargs)
         st["opt_stepped"], st["sites"] = False, {site}
         step = len(rec.losses) + 1
-        if step > rec.limit:
+        # (where backward passes turned out to be none, those not applied yet may be none too)
+        settled = len(rec.losses) - (len(st["unapplied"]) if rec.meta.get("voided_backward") else 0)
+        if settled + 1 > rec.limit:
             snapshot_pending()
             raise StopRun
         snapshot_pending()
@@ -615,6 +658,7 @@ def run_torch(rec: Record, script: str) -> None:
                     rec.meta["grads"].append(name)
         if st["nets"]:
             st["pending"] = step
+        st["unapplied"].append(step)
         return result
 
     def joined_backward(loss, site, *args, **kwargs):
@@ -701,6 +745,8 @@ def run_torch(rec: Record, script: str) -> None:
     try:
         _run_program(script, rec.spec.get("args", ()))
     finally:
+        if rec.meta.get("voided_backward") and _alive(optimizers):
+            void_unapplied()   # input gradients after the last update (an evaluation on adversarial examples)
         if st["nets"]:
             snapshot_pending()
         # a network first called after the last step recorded (a model rebuilt from a checkpoint
@@ -1123,6 +1169,36 @@ def run_mindspore(rec: Record, script: str) -> None:
         applying_step.__wrapped__ = compiled
         return applying_step
 
+    def adopt(model, function) -> None:
+        """The program's network: torch's initial weights loaded into it."""
+        st["model"] = model
+        if st["model"] is None:
+            raise WeightMappingError("no MindSpore network (a Cell with parameters) reachable from "
+                                     f"{function.__name__}: its globals, closure, arguments, their "
+                                     f"attributes, or the parameters of an optimizer among them")
+        load_torch_weights(model.parameters_and_names, torch_meta.get("init_keys", []),
+                           torch_meta.get("module_classes", {}))
+        rec.meta["model_class"] = type(model).__qualname__
+        rec.meta["dropout"] = {n: c._msmigrate_p for n, c in model.cells_and_names()
+                               if hasattr(c, "_msmigrate_p")}
+        rec.meta["training"] = {n: bool(c.training) for n, c in model.cells_and_names()}
+
+    orig_vjp = ms.vjp
+
+    def vjp(fn, *inputs, **kwargs):
+        """An input's gradient taken before step 1 (an adversarial example for it, whose backward
+        pass torch's run counts as no step): the network it differentiates gets torch's initial
+        weights first, as the step would."""
+        if not st["ready"] and torch_meta.get("init_keys") and not torch_meta.get("free_parameters") \
+                and not torch_meta.get("free_tensors") and torch_meta.get("voided_backward"):
+            model = find_model(fn, inputs)
+            if model is not None:
+                adopt(model, fn)
+                st["ready"] = True
+        return orig_vjp(fn, *inputs, **kwargs)
+
+    ms.vjp = vjp
+
     def recording(function, compiled):
         def recording_step(*args, **kwargs):
             step = len(rec.losses) + 1
@@ -1132,18 +1208,7 @@ def run_mindspore(rec: Record, script: str) -> None:
             if not st["ready"] and torch_meta.get("free_parameters"):
                 free_parameters()
             elif not st["ready"]:
-                st["model"] = find_model(function, args)
-                if st["model"] is None:
-                    raise WeightMappingError("no MindSpore network (a Cell with parameters) reachable from "
-                                             f"{function.__name__}: its globals, closure, arguments, their "
-                                             f"attributes, or the parameters of an optimizer among them")
-                model = st["model"]
-                load_torch_weights(model.parameters_and_names, torch_meta.get("init_keys", []),
-                                   torch_meta.get("module_classes", {}))
-                rec.meta["model_class"] = type(model).__qualname__
-                rec.meta["dropout"] = {n: c._msmigrate_p for n, c in model.cells_and_names()
-                                       if hasattr(c, "_msmigrate_p")}
-                rec.meta["training"] = {n: bool(c.training) for n, c in model.cells_and_names()}
+                adopt(find_model(function, args), function)
             st["ready"] = True
             match_networks()
             args = replay_args(step, args)
