@@ -124,6 +124,12 @@ def adam(site):
     return site.call(fused, args)
 
 
+def lbfgs(site):
+    """torch LBFGS -> msmigrate_LBFGS (rules/generated/optimizers.py), torch's algorithm over the
+    Parameters; the closure handed to its step() is converted by rules/training_loop.py."""
+    return site.call(generated_text(site.rw.imports, "optimizers", "msmigrate_LBFGS"), site.standard_args())
+
+
 def _eoptim_adamw(site, decoupled: bool):
     """torch Adam == eoptim.AdamW(weight_decay=0.0) (eoptim.Adam scales eps by the bias
     correction); torch Adam's weight_decay, an L2 term added to the gradient, is left to the user."""
