@@ -35,6 +35,7 @@ from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, re
 from msmigrate.names import (TRIVIA_TYPES, ModuleRebinds, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
                              is_statement_type, params_of, resolve, walk)
 from msmigrate.rules import PLAIN_DECORATORS
+from msmigrate.rules.closure_steps import CLOSURE_OPTIMIZERS, closure_optimizer
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -55,7 +56,7 @@ NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
 DATA_PARALLEL = {"torch.nn.parallel.DistributedDataParallel",
                  "torch.nn.parallel.distributed.DistributedDataParallel"}
 _BUILTINS = {"tuple", "list", "len", "int", "float", "range", "zip", "enumerate", "min", "max", "abs",
-             "round", "sum", "map", "isinstance"}
+             "round", "sum", "map", "isinstance", "next", "iter"}
 
 
 def _call_of(stmt) -> cst.Call | None:
@@ -143,6 +144,7 @@ class _Prescan(cst.CSTVisitor):
         self.scalers: set[str] = set()
         self.optimizers: set[str] = set()
         self.unconvertible: dict[str, str] = {}   # optimizer name -> its torch class, left as torch
+        self.closure_optimizers: set[str] = set()   # LBFGS: step(closure) (rules/closure_steps.py)
         self.data_parallel = False
 
     def on_visit(self, node) -> bool:
@@ -170,6 +172,8 @@ class _Prescan(cst.CSTVisitor):
                     self.scalers.add(name)
                 elif q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
                     self.optimizers.add(name)
+                    if q in CLOSURE_OPTIMIZERS:
+                        self.closure_optimizers.add(name)
                     if _left_as_torch(q):
                         self.unconvertible[name] = q
         return True
@@ -191,9 +195,22 @@ class _ParameterHolders(cst.CSTVisitor):
     def __init__(self) -> None:
         self.by_name: dict[str, set[str]] = {}   # assigned name -> holders in its value
         self.all: set[str] = set()
+        # method name -> whether it builds from its own object's parameters (a model's
+        # `configure_optimizers`): `opt = model.configure_optimizers(cfg)` trains `model`
+        self.own_parameters: dict[str, bool] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for cls in (n for n in walk(node) if isinstance(n, cst.ClassDef)):
+            for fn in (s for s in cls.body.body if isinstance(s, cst.FunctionDef)):
+                own = "self" in self._roots(fn.body)
+                self.own_parameters[fn.name.value] = self.own_parameters.get(fn.name.value, own) and own
 
     def visit_Assign(self, node: cst.Assign) -> None:
         roots = self._roots(node.value)
+        value = node.value
+        if not roots and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                self.own_parameters.get(value.func.attr.value) and dotted(value.func.value):
+            roots = {dotted(value.func.value)}
         if roots or any(isinstance(n, cst.Name) and n.value in self.by_name for n in walk(node.value)):
             names_ = {n.value for n in walk(node.value) if isinstance(n, cst.Name)}
             for name in names_ & set(self.by_name):
@@ -396,10 +413,9 @@ class _CallableBindings(TargetBindings):
                 not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
             for t, v in zip(target.elements, value.elements):
                 self._bind(t.value, v.value)
-        else:
-            for n in walk(target):
-                if isinstance(n, cst.Name):
-                    self.values.setdefault(n.value, []).append(None)
+        else:   # (`self.loader = ...` binds no name; `*rest` and nested unpackings do)
+            for name in _target_names(target):
+                self.values.setdefault(name, []).append(None)
 
     def visit_ClassDef(self, node) -> None:
         self.classes += 1
@@ -520,7 +536,7 @@ class TrainingLoopPass(PathTransformer):
         self.classes: list[cst.ClassDef] = []          # enclosing classes (original)
         self._data_method_memo: dict[int, set[str]] = {}
         self._callables = None                 # _CallableBindings of the module, built when first needed
-        self._module_callable_classes = None   # see _callable_classes
+        self._module_plain_classes = None   # see _plain_classes
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
         # the scan resolves through module-level imports and project names only: a statement
@@ -532,6 +548,7 @@ class TrainingLoopPass(PathTransformer):
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible
+        self.closure_optimizers = scan.closure_optimizers
         self.data_parallel = scan.data_parallel
         self.autocast = None   # (autocast call, region body, condition) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
@@ -585,8 +602,11 @@ class TrainingLoopPass(PathTransformer):
         torch_attrs = set()
         for n in walk(cls):
             if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call):
-                q = self._q(n.value.func)
-                if q.startswith("torch.") or (dotted(n.value.func) or "") in self.ctx.names.classes:
+                made = n.value
+                while isinstance(made.func, cst.Attribute) and isinstance(made.func.value, cst.Call):
+                    made = made.func.value   # `Net(...).to(device)`, `nn.Sequential(...).double()`
+                q = self._q(made.func)
+                if q.startswith("torch.") or (dotted(made.func) or "") in self.ctx.names.classes:
                     torch_attrs |= {t.target.attr.value for t in n.targets if isinstance(t.target, cst.Attribute)
                                     and dotted(t.target.value) == "self"}
 
@@ -890,15 +910,28 @@ class TrainingLoopPass(PathTransformer):
             self.module.visit(self._callables)
         return self._callables.values
 
+    def _plain_classes(self) -> dict:
+        """Plain classes of this file (ctx.plain_classes): name -> ClassDef."""
+        if self._module_plain_classes is None:
+            self._module_plain_classes = {s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)
+                                          and s.name.value in self.ctx.plain_classes}
+        return self._module_plain_classes
+
     def _callable_classes(self) -> dict:
-        """Plain classes of this file (ctx.plain_classes) whose objects are called: a `__call__`
-        method (`noise = UniformNoise(rng)`, then `noise(m, n)`)."""
-        if self._module_callable_classes is None:
-            self._module_callable_classes = {
-                s.name.value: s for s in self.module.body if isinstance(s, cst.ClassDef)
-                and s.name.value in self.ctx.plain_classes
-                and any(isinstance(f, cst.FunctionDef) and f.name.value == "__call__" for f in s.body.body)}
-        return self._module_callable_classes
+        """Plain classes of this file whose objects are called: a `__call__` method
+        (`noise = UniformNoise(rng)`, then `noise(m, n)`)."""
+        return {name: c for name, c in self._plain_classes().items()
+                if any(isinstance(f, cst.FunctionDef) and f.name.value == "__call__" for f in c.body.body)}
+
+    def _data_object(self, name: str, leaves: set[str]) -> bool:
+        """Whether every value the file binds to `name` is an object of a plain class of the file
+        that names none of the networks `leaves` (`batch = loader.next()` of an infinite loader
+        class: inside the compiled step its Python would run once)."""
+        values = self._callable_bindings().get(name)
+        classes = self._plain_classes()
+        return bool(leaves and values) and all(
+            isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in classes
+            and not self._names_network(classes[v.func.value], leaves) for v in values)
 
     @staticmethod
     def _returns_function(fn: cst.FunctionDef) -> bool:
@@ -927,6 +960,9 @@ class TrainingLoopPass(PathTransformer):
                 return True
             if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
                     func.attr.value in self._data_methods():
+                return True
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+                    self._data_object(func.value.value, leaves):
                 return True
             if self._q(func).startswith(("numpy.", "random.")):
                 return True
@@ -1020,7 +1056,24 @@ class TrainingLoopPass(PathTransformer):
         post = [s for s in body[b + 1:] if not self._is_zero_grad(s)]
 
         step = self._find_step(post, scaler)
+        if step is None:   # the block of a closure handed to LBFGS's step(closure)
+            step = self._closure_step(body, post)
+            if isinstance(step, str):
+                body[b] = self._flag(backward_stmt, "manual", step)
+                return body
+        read = next((t for s in post for t in grad_touched(s, self._trainable_tensors())), None) \
+            if step is not None and step.get("kind") != "closure" else None
+        if read is not None:   # (an optimizer's own tensor: `img` of Adam([img]), its `img.grad` printed)
+            body[b] = self._flag(backward_stmt, "manual", f"{read}.grad is read after the backward pass of an "
+                                 f"optimizer step, where MindSpore keeps no gradient on the tensor: return it "
+                                 f"from the step (ms.value_and_grad), or convert this step by hand")
+            return body
         for opt in ([step.get("optimizer"), *step.get("others", ())] if step is not None else []):
+            if opt in self.closure_optimizers and step["kind"] != "closure":
+                body[b] = self._flag(backward_stmt, "manual", f"{opt}.step() without a closure: torch's L-BFGS "
+                                     f"evaluates the loss through the closure it is given (step(closure)); "
+                                     f"write the step that way, then convert")
+                return body
             if opt in self.unconvertible:
                 body[b] = self._flag(backward_stmt, "manual", f"{self.unconvertible[opt]} "
                                      f"({opt}) has no MindSpore counterpart: the training "
@@ -1170,13 +1223,22 @@ class TrainingLoopPass(PathTransformer):
                 free = backward_slice(slice_stmts + ([loss_stmt] if loss_stmt else []), {loss_name})[1]
 
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
-                              set().union(*(writes(h) for h in hoisted)) if hoisted else set())
+                              (set().union(*(writes(h) for h in hoisted)) if hoisted else set()) |
+                              step.get("varying", set()))
         changing = self._changing_attributes(slice_stmts + ([loss_stmt] if loss_stmt else []), inputs)
         if changing:   # `self.beta` annealed by another method: read through an argument
             slice_stmts = [self._rebuilt(s, s.visit(_AttributesAsNames(changing))) for s in slice_stmts]
             loss_stmt = self._rebuilt(loss_stmt, loss_stmt.visit(_AttributesAsNames(changing))) if loss_stmt else None
             inputs = inputs + list(changing.values())
         step["arguments"] = {name: path for path, name in changing.items()}
+        # `logits, self.loss = model(x, y)` of a trainer object: written in the step, a plain
+        # object's attribute would be set once, while compiling (every later read stale); a
+        # local of the step instead, returned and written back after it
+        written = self._written_attributes(slice_stmts, leaves)
+        if written:
+            slice_stmts = [self._rebuilt(s, s.visit(_AttributesAsNames(written))) for s in slice_stmts]
+            loss_stmt = self._rebuilt(loss_stmt, loss_stmt.visit(_AttributesAsNames(written))) if loss_stmt else None
+            own_stmts = [s for s in slice_stmts if s not in recomputed]
         python_object = self._python_objects_in([pre[i] for i in chosen] + recomputed)
         if python_object is None:
             python_object = self._distribution_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
@@ -1228,6 +1290,9 @@ class TrainingLoopPass(PathTransformer):
             objects = self._called_params(slice_stmts + ([loss_stmt] if loss_stmt else []))
             inputs = [n for n in inputs if n not in objects]
         outputs = self._outputs(own_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
+        # (the loss itself, `self.cost.backward()`: written back from the step's loss)
+        loss_alias = {n for n in written.values() if loss_stmt is not None and self._code(loss_stmt).strip() == f"{loss_name} = {n}"}
+        outputs += [n for n in written.values() if n not in outputs and n != loss_name and n not in loss_alias]
         names = {"forward": self.fresh("forward_fn"), "grad": self.fresh("grad_fn"),
                  "step": self.fresh("train_step")}
         if step["kind"] == "accumulate" and (reads(step["if"].test) & (writes_of(slice_stmts) | {loss_name})):
@@ -1240,6 +1305,7 @@ class TrainingLoopPass(PathTransformer):
         step["compile"] = python_object is None
         defs, call_stmts, post = self._generate(step, names, slice_stmts, loss_stmt, loss_name,
                                                 inputs, outputs, post, scaler)
+        call_stmts += [self._stmt(f"{path} = {loss_name if name in loss_alias else name}") for path, name in written.items()]
         self._pass_on_arguments([names["forward"], names["step"]], inputs)
         if recomputing:   # the kept values are computed inside the gradient function
             defs = [d.visit(_ReadRecomputed(recomputing)) if isinstance(d, cst.FunctionDef)
@@ -1268,6 +1334,8 @@ class TrainingLoopPass(PathTransformer):
 
         loop = self.loops[-1][0] if self.loops[-1] else None
         scope = self.funcs[-1]
+        if step["kind"] == "closure":
+            return self._place_closure_step(defs, new_body, names["step"], free - set(inputs), step["optimizer"])
         if step["kind"] == "bare":   # nothing compiled: built once, before the outermost loop
             if loop is not None:
                 self.pending.setdefault(id(loop), []).extend(defs)
@@ -1593,18 +1661,36 @@ class TrainingLoopPass(PathTransformer):
         `X[i:i + 16]`, `h.detach()`, `z = Tensor(np.random.normal(0, 1, (n, d)))`) and functions
         of this file that name none of the trained networks `leaves` (`x, y = random_batch()`:
         inside the compiled step its NumPy draws would be frozen at compile time), or lambdas and
-        closures the file binds that name none (`_data_callable`)."""
+        closures the file binds that name none (`_data_callable`); an input's gradient computed
+        for an adversarial example (the vjp of ctx.input_gradients: a constant in torch's graph)."""
+        gradients = self.ctx.input_gradients   # an input's gradient, a constant in torch (rules/tape_grad.py)
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in gradients:
+            return True
+        if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
+                and any(isinstance(n, cst.FunctionDef) and n.name.value in gradients for n in walk(stmt)):
+            # a PGD attack's loop of input-gradient steps, with data preparation around them
+            header = stmt.iter if isinstance(stmt, cst.For) else stmt.test
+            return self._prepares_data(cst.SimpleStatementLine([cst.Expr(header)]), leaves) and \
+                all(self._prepares_data(s, leaves) for s in stmt.body.body)
+        if isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock):
+            # `try: batch = next(it)` / `except StopIteration: it = iter(loader); batch = next(it)`
+            blocks = [stmt.body, *(h.body for h in stmt.handlers), *(b.body for b in (stmt.orelse, stmt.finalbody) if b)]
+            return all(isinstance(b, cst.IndentedBlock) and all(self._prepares_data(s, leaves) for s in b.body)
+                       for b in blocks)
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
         loop = self.loops[-1][0] if self.loops[-1] else None
         varying = writes(loop) if loop is not None else set()
+        # a comprehension's own values are the data it goes over (`[t.to(device) for t in batch]`)
+        varying = varying | {n.value for c in walk(stmt) if isinstance(c, cst.CompFor)
+                             for n in walk(c.target) if isinstance(n, cst.Name)}
 
         class _Calls(cst.CSTVisitor):
             ok = True
 
             def visit_Call(v, node: cst.Call) -> None:
                 func = node.func
-                if isinstance(func, cst.Name) and func.value in _BUILTINS:
+                if isinstance(func, cst.Name) and func.value in _BUILTINS | gradients:
                     return
                 if isinstance(func, cst.Name) and func.value in self._functions() and leaves \
                         and not self._names_network(node, leaves):
@@ -1615,6 +1701,9 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(func, cst.Attribute) and dotted(func.value) == "self" \
                         and func.attr.value in self._data_methods() and not self._names_network(node, leaves):
                     return
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                        and self._data_object(func.value.value, leaves) and not self._names_network(node, leaves):
+                    return   # `loader.next()`, an object of a data class of the file
                 q = self._q(func)
                 # torch's tensor functions, NumPy, `random`: data, never the network
                 if q.startswith(("torch.", "numpy.", "random.")) and not q.startswith("torch.nn."):
@@ -1857,6 +1946,27 @@ class TrainingLoopPass(PathTransformer):
         varying = self._varying(stmts, set()) - _objects_in(stmts) - own - set(inputs) if stmts else set()
         return [n for n in dict.fromkeys(n for s in stmts for n in ordered_reads(s)) if n in varying]
 
+    def _written_attributes(self, stmts: list, leaves: set[str]) -> dict[str, str]:
+        """Attributes of Python objects (not of the trained networks, not of a network's own
+        `self`) that these statements assign before reading them: path -> a fresh local name."""
+        in_network = bool(self.classes) and self.classes[-1].name.value not in self.ctx.plain_classes
+        found, seen = {}, set()
+        for stmt in stmts:
+            targets = [t.target for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ())
+                       if isinstance(small, cst.Assign) for t in small.targets]
+            stored = {id(n) for t in targets for n in walk(t)
+                      if isinstance(n, cst.Attribute) and not any(n is a.value for a in walk(t) if isinstance(a, cst.Attribute))}
+            for n in walk(stmt):
+                path = dotted(n) if isinstance(n, cst.Attribute) else None
+                if not path or path in seen:
+                    continue
+                root = path.split(".")[0]
+                if id(n) in stored and root not in leaves and not (root == "self" and in_network) \
+                        and not any(path == h or path.startswith(h + ".") for h in leaves):
+                    found[path] = self.fresh(path.replace(".", "_"))
+                seen.add(path)
+        return found
+
     def _outputs(self, slice_stmts: list, loss_name: str, free: set[str]) -> list[str]:
         scope = self.funcs[-1]
         total = names(scope.body if isinstance(scope, cst.FunctionDef) else scope)[0]
@@ -1919,6 +2029,51 @@ class TrainingLoopPass(PathTransformer):
                 return {"kind": "manual", "clips": clips, "before": rest, "after": post[i + 1:], **manual}
             rest.append(stmt)
         return None
+
+    def _closure_step(self, body: list, post: list):
+        """The block of a function handed to a closure-driven optimizer's `step(closure)` (LBFGS):
+        a step computing the loss and gradients, which the closure hands to the optimizer; a
+        refusal (str) where it does not clear the gradients (torch adds them up across calls)."""
+        scope = self.funcs[-1]
+        if not isinstance(scope, cst.FunctionDef) or not self.closure_optimizers:
+            return None
+        method = bool(self.classes) and params_of(scope.params)[:1] == ["self"]
+        opt = closure_optimizer(self.module, scope, self.closure_optimizers, method)
+        if opt is None:
+            return None
+        if not any(self._is_zero_grad(s) for s in body):
+            return (f"the closure handed to {opt}.step() does not clear the gradients: torch adds each "
+                    f"evaluation's to the last ones; clear them first (zero_grad), then convert")
+        clips = [s for s in post if _call_of(s) is not None and self._q(_call_of(s).func) in CLIP_NORM | CLIP_VALUE]
+        varying = set()
+        if len(self.loops) > 1 and self.loops[-2]:   # bound by the loops around the closure's definition
+            varying = writes(self.loops[-2][0]) - _objects_in(body)
+        return {"kind": "closure", "optimizer": opt, "clips": clips, "before": [], "varying": varying,
+                "after": [s for s in post if all(s is not c for c in clips)]}
+
+    def _place_closure_step(self, defs: list, new_body: list, step: str, captured: set[str], opt: str) -> list:
+        """A closure's step: built once per object in a method, else before the outermost loop
+        around the closure's definition where the loop binds nothing it reads from there (what
+        else it reads of the loop comes in as arguments), else just before that definition, or
+        just after the optimizer where that is made after it (value_and_grad reads its parameters)."""
+        scope = self.funcs[-1]
+        if self.classes and self._captures_only_self(scope, captured):
+            return self._cached_on_self(defs, step) + new_body
+        outer = self.loops[-2] if len(self.loops) > 1 else []
+        if outer and not (captured & writes(outer[0])):
+            self.pending.setdefault(id(outer[0]), []).extend(defs)
+            return new_body
+        owner = self.funcs[-2] if len(self.funcs) > 1 else None
+        block = list(owner.body.body if isinstance(owner, cst.FunctionDef) else owner.body) if owner else []
+        at = next((i for i, st in enumerate(block) if st is scope), None)
+        root = opt.split(".")[0]
+        if at is not None and not any(root in writes(st) for st in block[:at]):
+            made = next((st for st in block[at + 1:] if root in writes(st)), None)
+            if made is not None:   # `def closure(): ...` before `opt = LBFGS(...)`
+                self.later[id(made)] = [made, *defs]
+                return new_body
+        self.pending.setdefault(id(scope), []).extend(defs)
+        return new_body
 
     def _optimizer_step(self, stmt) -> str | None:
         """The optimizer of a statement `opt.step()`, else None."""
@@ -2094,6 +2249,9 @@ class TrainingLoopPass(PathTransformer):
             extra_returns = norm_names
         elif step["kind"] == "loop_sum":   # the update is applied after the loop (see _step_after_loop)
             extra_returns = ["grads"]
+        elif step["kind"] == "closure":   # handed to the optimizer by the closure (rules/closure_steps.py)
+            lines += clip_lines
+            extra_returns = norm_names + ["grads"]
         elif step["kind"] == "manual":
             lines += clip_lines
             update = self._manual_body(step)
@@ -2137,7 +2295,12 @@ class TrainingLoopPass(PathTransformer):
         defs[0] = defs[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *defs[0].leading_lines])
 
         targets = ", ".join(rets + extra_returns)
+        if step["kind"] == "closure":
+            step["grads"] = self.fresh("grads")
+            targets = ", ".join(rets + norm_names + [step["grads"]])
         call_stmts = [*call_pre, self._stmt(f"{targets} = {names['step']}({call_args})")]
+        if step["kind"] == "closure":
+            call_stmts.append(self._stmt(f"{step['optimizer']}.msmigrate_set_gradients({step['grads']})"))
         if step["kind"] == "loop_sum":   # (only now: a step refused before this leaves its statements)
             total = self.fresh("summed_grads")
             call_stmts.append(self._stmt(f"{total} = grads if {total} is None else "
@@ -2377,6 +2540,8 @@ class TrainingLoopPass(PathTransformer):
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
         called = self._holder_scan.all | self._network_names() | self._network_arguments()
+        if self.classes and self.classes[-1].name.value in self.ctx.plain_classes:
+            called = called - {"self"}   # a trainer's `self` holds no parameters of its own
         holders += [h for h in sorted(called - set(holders))
                     if re.search(rf"(?<![\w.]){re.escape(h)}\b", code)]
         out = []

@@ -206,3 +206,22 @@ def test_buffers_are_left_out_of_parameters_and_listed_by_buffers(tmp_path):
     assert not result.diagnostics, result.diagnostics
     want, got = _outputs(src, result.code, tmp_path)
     assert len(want) == 5 and got == want, (want, got)
+
+
+@pytest.mark.framework
+def test_a_trainer_object_prints_torchs_losses(tmp_path):
+    """A trainer class of the file (minGPT's shape): its `self` holds no parameters (it was
+    renamed as a network: AttributeError), the batch fetched by `try: next(it) / except
+    StopIteration` stays outside the compiled step (in it, the step was left uncompiled), and
+    `self.loss`, assigned in the step, is written back after it (a callback printed the value
+    frozen while compiling, the same every iteration). Fixed weights and data: the converted
+    program prints torch's lines."""
+    from msmigrate import convert_source
+    from test_values_change_type import _outputs, _same_line
+    src = FIXTURES / "programs" / "train_trainer_object.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    assert "@ms.jit" in result.code and "self.loss = " in result.code
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 9 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))

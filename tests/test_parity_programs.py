@@ -45,6 +45,8 @@ STEPS = {
     "train_micro_batches.py": 9,   # three updates of three micro-batches each
     "train_cosine_scheduler_checkpoint.py": 5,   # saved at epoch 2, two epochs of the rebuilt scheduler
     "train_rnn_output_after_loop.py": 8,   # both epochs of four words
+    "train_trainer_object.py": 6,   # past the end of the loader (StopIteration, iterated again)
+    "train_infinite_loader.py": 6,
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}
