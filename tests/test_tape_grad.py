@@ -32,14 +32,20 @@ def test_every_grad_call_of_the_program_is_converted():
     assert not [d for d in result.diagnostics if d.code in ("MSC102", "MSC108")], result.diagnostics
 
 
-@pytest.mark.framework
-def test_converted_gradients_match_torch(tmp_path):
-    out = tmp_path / PROGRAM.name
-    out.write_text(convert_source(PROGRAM.read_text(), PROGRAM.name).code)
-    want, got = _run(PROGRAM, tmp_path), _run(out, tmp_path)
+def _assert_conversion_prints_torchs_values(program, tmp_path):
+    """The program and its conversion each print one JSON dict (numbers or lists of them): equal."""
+    out = tmp_path / program.name
+    out.write_text(convert_source(program.read_text(), program.name).code)
+    want, got = _run(program, tmp_path), _run(out, tmp_path)
     assert set(want) == set(got)
     for key in want:
-        np.testing.assert_allclose(np.array(got[key]), np.array(want[key]), rtol=1e-4, atol=1e-5, err_msg=key)
+        np.testing.assert_allclose(np.array(got[key], dtype=float), np.array(want[key], dtype=float),
+                                   rtol=1e-4, atol=1e-5, err_msg=key)
+
+
+@pytest.mark.framework
+def test_converted_gradients_match_torch(tmp_path):
+    _assert_conversion_prints_torchs_values(PROGRAM, tmp_path)
 
 
 # torch's gradient is a constant in the step's graph (no create_graph): MindSpore's vjp would be
@@ -170,15 +176,7 @@ def test_input_gradients_of_backward_passes_convert():
 
 @pytest.mark.framework
 def test_input_gradients_match_torch(tmp_path):
-    out = tmp_path / INPUT_GRADIENTS.name
-    out.write_text(convert_source(INPUT_GRADIENTS.read_text(), INPUT_GRADIENTS.name).code)
-    want, got = _run(INPUT_GRADIENTS, tmp_path), _run(out, tmp_path)
-    assert set(want) == set(got)
-    for key in want:
-        for w, g in zip(want[key] if isinstance(want[key], list) else [want[key]],
-                        got[key] if isinstance(got[key], list) else [got[key]]):
-            np.testing.assert_allclose(np.array(g, dtype=float), np.array(w, dtype=float), rtol=1e-4, atol=1e-5,
-                                       err_msg=key)
+    _assert_conversion_prints_torchs_values(INPUT_GRADIENTS, tmp_path)
 
 
 @pytest.mark.parametrize("name", ["train_adversarial_fgsm.py", "train_adversarial_pgd.py"])
