@@ -705,6 +705,8 @@ class Rewriter(cst.CSTTransformer):
         self.instances: dict[str, ApiRecord] = {}
         # names (`memory`, `self.memory`) bound to objects of plain classes: no Tensor/Module methods
         self.plain_objects: set[str] = set()
+        self.plain_object_classes: dict[str, str] = {}   # plain object name -> its class (when known)
+        self._returning_self = None   # see _methods_returning_self
         self.local_classes: dict[str, ApiRecord] = {}
         # ids of calls made as arguments of a program call or elements of a list (no name to set_train)
         self.argument_constructions: set[int] = set()
@@ -1265,7 +1267,34 @@ class Rewriter(cst.CSTTransformer):
         """Whether `receiver` holds an object whose methods share torch's names but are its own:
         one of the program's plain classes (`memory.size()` of a replay buffer) or a value of
         another array library (`m.multiply(o)` of a SciPy matrix, `a.dot(b)` of a NumPy array)."""
-        return dotted(receiver) in self.plain_objects or id(receiver) in self.ctx.foreign
+        return dotted(receiver) in self.plain_objects or id(receiver) in self.ctx.foreign or self._plain_made(receiver)
+
+    def _plain_made(self, value) -> bool:
+        """Whether `value` makes an object of a plain class of the program (`Solver(3)`), or is a
+        method of one returning `self` (`Solver(3).train(2)`, the class's own `train`)."""
+        if not isinstance(value, cst.Call):
+            return False
+        if dotted(value.func) in self.ctx.plain_classes:
+            return True
+        if not isinstance(value.func, cst.Attribute):
+            return False
+        owner = value.func.value
+        cls = (dotted(owner.func) if isinstance(owner, cst.Call) else None) or self.plain_object_classes.get(dotted(owner) or "")
+        if not (self._plain_made(owner) or dotted(owner) in self.plain_objects) or cls is None:
+            return False
+        return value.func.attr.value in self._methods_returning_self().get(cls, ())
+
+    def _methods_returning_self(self) -> dict[str, set[str]]:
+        """Plain class -> its methods whose every `return` gives `self` (scanned once)."""
+        if self._returning_self is None:
+            self._returning_self = {}
+            for cls in self.ctx.module.body:
+                if isinstance(cls, cst.ClassDef) and cls.name.value in self.ctx.plain_classes:
+                    self._returning_self[cls.name.value] = {
+                        f.name.value for f in cls.body.body if isinstance(f, cst.FunctionDef)
+                        and (returns := _own_returns(f))
+                        and all(isinstance(r.value, cst.Name) and r.value.value == "self" for r in returns)}
+        return self._returning_self
 
     def leave_UnaryOperation(self, original, updated):
         """`~x`: the record of torch.Tensor.__invert__ (rules), its operand as the receiver."""
@@ -1536,12 +1565,17 @@ class Rewriter(cst.CSTTransformer):
                     self.named_results[-1][t.target.value] = fields
                 else:
                     self.named_results[-1].pop(t.target.value, None)
-        made = original.value.func if isinstance(original.value, cst.Call) else None
-        plain = made is not None and dotted(made) in self.ctx.plain_classes
+        plain = self._plain_made(original.value)
+        made = original.value
+        while plain and not dotted(made.func):   # `Solver(3).train(2)`: made by Solver
+            made = made.func.value
         for t in original.targets:
             name = dotted(t.target)
             if name is not None:
                 (self.plain_objects.add if plain else self.plain_objects.discard)(name)
+                if plain:
+                    self.plain_object_classes[name] = dotted(made.func) if dotted(made.func) in self.ctx.plain_classes \
+                        else self.plain_object_classes.get(dotted(made.func.value) or "")
         target = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(original.value, (cst.Tuple, cst.List)):
             return self._bind_unpacked(original, updated, target.elements, original.value.elements)
@@ -1588,6 +1622,18 @@ class Rewriter(cst.CSTTransformer):
 _RETURNS_FIRST_ARGUMENT = frozenset({"torch.compile"})
 
 # Module methods that return the module itself
+def _own_returns(fn: cst.FunctionDef) -> list[cst.Return]:
+    """The `return` statements of `fn` itself, not of the functions it defines (a generated step)."""
+    found, todo = [], list(fn.body.children)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, cst.Return):
+            found.append(n)
+        elif not isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            todo.extend(n.children)
+    return found
+
+
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_"})
 
 # Python's unary operators that a record `torch.Tensor.__<dunder>__` may convert, and their tokens

@@ -117,6 +117,20 @@ def test_names_first_bound_in_a_compiled_loop_are_bound_before_it():
     assert "@ms.jit\ndef train_step(" in result.code
 
 
+def test_methods_of_a_plain_class_named_like_a_modules_keep_their_calls():
+    """A plain class of the program with its own `train`/`eval` (a PINN solver): called on the
+    constructor's result (`Solver(3).train(2)`) or on what a method returning `self` gave, they
+    became MindSpore's `set_train(...)`, which the object lacks (AttributeError)."""
+    src = ("import torch\nimport torch.nn as nn\n\nclass Solver:\n    def __init__(self, n):\n"
+           "        self.net = nn.Linear(2, 1)\n        self.n = n\n\n    def train(self, epochs):\n"
+           "        self.n += epochs\n        return self\n\n    def eval(self):\n        return self.n\n\n"
+           "s = Solver(3).train(2)\nSolver(3).train(1)\nprint(s.eval())\nnet = nn.Linear(2, 2).train(False)\n"
+           "net.eval()\n")
+    code = convert_source(src, "t.py").code
+    assert "s = Solver(3).train(2)\nSolver(3).train(1)\nprint(s.eval())\n" in code, code
+    assert "net.set_train(False)" in code and "set_train(False)\n" in code.split("Solver(3).train(1)")[1]
+
+
 def test_accelerate_with_features_that_change_the_step_is_marked_not_rewritten():
     """An Accelerator with mixed precision is not plain torch: marked for manual work, its
     `accelerator.backward(loss)` is no Tensor.backward (no step built around the Accelerator),
