@@ -1267,22 +1267,21 @@ class Rewriter(cst.CSTTransformer):
         """Whether `receiver` holds an object whose methods share torch's names but are its own:
         one of the program's plain classes (`memory.size()` of a replay buffer) or a value of
         another array library (`m.multiply(o)` of a SciPy matrix, `a.dot(b)` of a NumPy array)."""
-        return dotted(receiver) in self.plain_objects or id(receiver) in self.ctx.foreign or self._plain_made(receiver)
+        return dotted(receiver) in self.plain_objects or id(receiver) in self.ctx.foreign or \
+            self._plain_class(receiver) is not None
 
-    def _plain_made(self, value) -> bool:
-        """Whether `value` makes an object of a plain class of the program (`Solver(3)`), or is a
-        method of one returning `self` (`Solver(3).train(2)`, the class's own `train`)."""
+    def _plain_class(self, value) -> str | None:
+        """The plain class of the program whose object `value` makes (`Solver(3)`), or whose
+        method returning `self` it calls on one (`Solver(3).train(2)`, the class's own `train`)."""
         if not isinstance(value, cst.Call):
-            return False
+            return None
         if dotted(value.func) in self.ctx.plain_classes:
-            return True
+            return dotted(value.func)
         if not isinstance(value.func, cst.Attribute):
-            return False
+            return None
         owner = value.func.value
-        cls = (dotted(owner.func) if isinstance(owner, cst.Call) else None) or self.plain_object_classes.get(dotted(owner) or "")
-        if not (self._plain_made(owner) or dotted(owner) in self.plain_objects) or cls is None:
-            return False
-        return value.func.attr.value in self._methods_returning_self().get(cls, ())
+        cls = self._plain_class(owner) or self.plain_object_classes.get(dotted(owner) or "")
+        return cls if value.func.attr.value in self._methods_returning_self().get(cls, ()) else None
 
     def _methods_returning_self(self) -> dict[str, set[str]]:
         """Plain class -> its methods whose every `return` gives `self` (scanned once)."""
@@ -1565,17 +1564,15 @@ class Rewriter(cst.CSTTransformer):
                     self.named_results[-1][t.target.value] = fields
                 else:
                     self.named_results[-1].pop(t.target.value, None)
-        plain = self._plain_made(original.value)
-        made = original.value
-        while plain and not dotted(made.func):   # `Solver(3).train(2)`: made by Solver
-            made = made.func.value
+        plain = self._plain_class(original.value)
         for t in original.targets:
             name = dotted(t.target)
             if name is not None:
                 (self.plain_objects.add if plain else self.plain_objects.discard)(name)
                 if plain:
-                    self.plain_object_classes[name] = dotted(made.func) if dotted(made.func) in self.ctx.plain_classes \
-                        else self.plain_object_classes.get(dotted(made.func.value) or "")
+                    self.plain_object_classes[name] = plain
+                else:
+                    self.plain_object_classes.pop(name, None)
         target = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(original.value, (cst.Tuple, cst.List)):
             return self._bind_unpacked(original, updated, target.elements, original.value.elements)
@@ -1621,7 +1618,6 @@ class Rewriter(cst.CSTTransformer):
 # torch functions returning the object they are given (converted to that object)
 _RETURNS_FIRST_ARGUMENT = frozenset({"torch.compile"})
 
-# Module methods that return the module itself
 def _own_returns(fn: cst.FunctionDef) -> list[cst.Return]:
     """The `return` statements of `fn` itself, not of the functions it defines (a generated step)."""
     found, todo = [], list(fn.body.children)
@@ -1634,6 +1630,7 @@ def _own_returns(fn: cst.FunctionDef) -> list[cst.Return]:
     return found
 
 
+# Module methods that return the module itself
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_"})
 
 # Python's unary operators that a record `torch.Tensor.__<dunder>__` may convert, and their tokens
