@@ -16,6 +16,8 @@ from msmigrate.names import dotted, walk
 
 # torch classes whose step(closure) evaluates the closure itself (converted: msmigrate_LBFGS)
 CLOSURE_OPTIMIZERS = {"torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS"}
+# the class a converted file defines for them: converting that file again sees the same optimizer
+GENERATED_CLOSURE_OPTIMIZERS = {"msmigrate_LBFGS"}
 
 
 def _handed(call: cst.Call) -> cst.BaseExpression | None:

@@ -35,7 +35,7 @@ from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, re
 from msmigrate.names import (TRIVIA_TYPES, ModuleRebinds, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
                              is_statement_type, params_of, resolve, walk)
 from msmigrate.rules import PLAIN_DECORATORS
-from msmigrate.rules.closure_steps import CLOSURE_OPTIMIZERS, closure_optimizer
+from msmigrate.rules.closure_steps import CLOSURE_OPTIMIZERS, GENERATED_CLOSURE_OPTIMIZERS, closure_optimizer
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -176,6 +176,8 @@ class _Prescan(cst.CSTVisitor):
                         self.closure_optimizers.add(name)
                     if _left_as_torch(q):
                         self.unconvertible[name] = q
+                elif dotted(node.value.func) in GENERATED_CLOSURE_OPTIMIZERS:
+                    self.closure_optimizers.add(name)
         return True
 
     def on_leave(self, node) -> None:
@@ -543,6 +545,7 @@ class TrainingLoopPass(PathTransformer):
         # naming neither (nor `backward`) holds nothing it records
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {part for key in ctx.project for part in key.split(".")} | {"backward", "zero_grad"}
+        words |= GENERATED_CLOSURE_OPTIMIZERS
         scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words),
                         ctx.not_tensors)
         module.visit(scan)
@@ -1195,7 +1198,7 @@ class TrainingLoopPass(PathTransformer):
             if hoisted:
                 free = backward_slice(slice_stmts, {loss_name})[1]
         rest_pre = [s for i, s in enumerate(pre) if i not in chosen and i not in drawn_before]
-        first_slice_at = chosen[0] if chosen else len(pre)
+        first_slice_at = first_step_at = chosen[0] if chosen else len(pre)
         # requires_grad toggles among the step's statements arrange its backward pass: before it
         toggles = [pre[j] for j in range(first_slice_at + 1, len(pre))
                    if j not in chosen and j not in drawn_before and self._sets_requires_grad(pre[j])]
@@ -1289,7 +1292,12 @@ class TrainingLoopPass(PathTransformer):
             # once per objects (below); a Cell passed to a compiled function compiles it again
             objects = self._called_params(slice_stmts + ([loss_stmt] if loss_stmt else []))
             inputs = [n for n in inputs if n not in objects]
-        outputs = self._outputs(own_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free)
+        # bound again before the step on every pass (`state = env.reset()` left outside it as data
+        # preparation): a value the step leaves in such a name is not carried to the next step
+        bound_before = set().union(set(), *(eff[j].binds - eff[j].read for j in range(len(pre))
+                                            if j < first_step_at or j in drawn_before))
+        outputs = self._outputs(own_stmts + ([backward_stmt] if loss_stmt else []), loss_name, free,
+                                bound_before)
         # (the loss itself, `self.cost.backward()`: written back from the step's loss)
         loss_alias = {n for n in written.values() if loss_stmt is not None and self._code(loss_stmt).strip() == f"{loss_name} = {n}"}
         outputs += [n for n in written.values() if n not in outputs and n != loss_name and n not in loss_alias]
@@ -1967,7 +1975,7 @@ class TrainingLoopPass(PathTransformer):
                 seen.add(path)
         return found
 
-    def _outputs(self, slice_stmts: list, loss_name: str, free: set[str]) -> list[str]:
+    def _outputs(self, slice_stmts: list, loss_name: str, free: set[str], bound_before=frozenset()) -> list[str]:
         scope = self.funcs[-1]
         total = names(scope.body if isinstance(scope, cst.FunctionDef) else scope)[0]
         inside = Counter()
@@ -1980,7 +1988,7 @@ class TrainingLoopPass(PathTransformer):
                     written.append(n)
         outside = total - inside
         # loop targets are rebound by the loop itself: not carried from one step to the next
-        rebound = set()
+        rebound = set(bound_before)
         for loop in self.loops[-1]:
             if isinstance(loop, cst.For):
                 rebound |= writes(cst.SimpleStatementLine([cst.Expr(loop.target)])) | set(names(loop.target)[0])
