@@ -506,6 +506,27 @@ def _objects_in(stmts: list) -> set[str]:
     return found
 
 
+def _called_names(stmts: list) -> set[str]:
+    """Names the statements call (`model(x)`, `criterion(out, y)`)."""
+    return {n.func.value for s in stmts for n in walk(s) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)}
+
+
+def _writes_beside(loop, inner) -> set[str]:
+    """Names the simple statements of `loop`'s body bind outside `inner`, a loop nested in it."""
+    found = set()
+
+    def scan(node) -> None:
+        for child in node.children:
+            if child is inner or isinstance(child, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(child, cst.SimpleStatementLine):
+                found.update(effects(child).binds)   # rebound, not changed in place (model.train())
+            elif not isinstance(child, cst.BaseExpression):
+                scan(child)
+    scan(loop.body)
+    return found
+
+
 class _AttributesAsNames(cst.CSTTransformer):
     """`self.beta` -> `self_beta` (the step's argument carrying it)."""
 
@@ -534,6 +555,7 @@ class TrainingLoopPass(PathTransformer):
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.fresh = _Names(ctx.names.taken | set(ctx.names.imports))
         self.loops: list[list[cst.CSTNode]] = [[]]     # enclosing loops, per function scope
+        self.home = None   # the loop the step being rewritten is defined before (_home_loop)
         self.funcs: list[cst.CSTNode] = [module]       # enclosing function (original) or module
         self.classes: list[cst.ClassDef] = []          # enclosing classes (original)
         self._data_method_memo: dict[int, set[str]] = {}
@@ -1048,6 +1070,7 @@ class TrainingLoopPass(PathTransformer):
     # ---- the rewrite -------------------------------------------------------------------
     def _rewrite(self, body: list, b: int, earlier=None, renames=()) -> list:
         backward_stmt = body[b]
+        self.home = self.loops[-1][0] if self.loops[-1] else None   # until _home_loop decides
         call = _method_stmt(backward_stmt, "backward")
         receiver = call.func.value
         scaler = None
@@ -1225,6 +1248,7 @@ class TrainingLoopPass(PathTransformer):
                 slice_stmts = recomputed + slice_stmts
                 free = backward_slice(slice_stmts + ([loss_stmt] if loss_stmt else []), {loss_name})[1]
 
+        self.home = self._home_loop(step, slice_stmts + ([loss_stmt] if loss_stmt else []), leaves)
         inputs = self._inputs(slice_stmts + ([loss_stmt] if loss_stmt else []), free,
                               (set().union(*(writes(h) for h in hoisted)) if hoisted else set()) |
                               step.get("varying", set()))
@@ -1340,7 +1364,7 @@ class TrainingLoopPass(PathTransformer):
         drawn = [self._data_input(pre[k], inputs) for k in drawn_before]
         new_body = rest_pre[:first_slice_at] + drawn + hoisted + call_stmts + rest_pre[first_slice_at:] + post
 
-        loop = self.loops[-1][0] if self.loops[-1] else None
+        loop = self.home
         scope = self.funcs[-1]
         if step["kind"] == "closure":
             return self._place_closure_step(defs, new_body, names["step"], free - set(inputs), step["optimizer"])
@@ -1884,13 +1908,29 @@ class TrainingLoopPass(PathTransformer):
                     order.append(n)
         return order
 
+    def _home_loop(self, step, stmts: list, leaves: set[str]):
+        """The loop before which a step's definitions go (None: no enclosing loop): the
+        outermost, or, where an enclosing loop binds an object the step closes over (its
+        optimizer, a network or loss it calls: `for fold in range(k): model = Net(); optimizer =
+        SGD(...); for epoch ...`), the loop inside the innermost such one: the step is built
+        again on each of that loop's passes, for the objects of that pass."""
+        loops = self.loops[-1]
+        if not loops:
+            return None
+        captured = {o for o in (step.get("optimizer"), *step.get("others", ())) if o} | leaves | _called_names(stmts)
+        home = 0
+        for k in range(len(loops) - 1):
+            if _writes_beside(loops[k], loops[k + 1]) & captured:
+                home = k + 1
+        return loops[home]
+
     def _varying(self, stmts: list, extra: set[str]) -> set[str]:
         """Names the step reads whose value may change between its calls: bound in the
         enclosing loop or function, or module-level names the program binds again (`beta`
         annealed per epoch, `lr` decayed): a compiled step keeps the value it was compiled
         with, so these come in as arguments. Objects the step calls or reads attributes of
         (networks, losses) are read by its closure: a Cell is no jit argument."""
-        loop = self.loops[-1][0] if self.loops[-1] else None
+        loop = self.home
         scope = self.funcs[-1]
         if loop is not None:
             varying = writes(loop) | extra

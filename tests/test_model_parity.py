@@ -225,3 +225,30 @@ def test_a_trainer_object_prints_torchs_losses(tmp_path):
     want, got = _outputs(src, result.code, tmp_path)
     assert len(want) == 9 and len(got) == len(want), (want, got)
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+@pytest.mark.framework
+def test_a_model_built_on_each_pass_of_an_outer_loop_trains_like_torch(tmp_path):
+    """k-fold cross-validation: the model and its optimizer are built on each pass of the fold
+    loop. The step's definitions went before the outermost loop, reading the optimizer before it
+    existed (NameError) and taking the model as a jit argument; they are built inside the fold
+    loop, after its objects. Fixed weights and data: the converted program prints torch's lines."""
+    from msmigrate import convert_source
+    from test_values_change_type import _outputs, _same_line
+    src = FIXTURES / "programs" / "train_model_per_fold.py"
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    assert "@ms.jit" in result.code and "def train_step(idx):" in result.code
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 3 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    # in a file that names float64, SGD is the generated msmigrate_SGD: its float32 path is the
+    # kernel eoptim.SGD runs, with torch's numbers
+    typed = tmp_path / "typed" / src.name
+    typed.parent.mkdir()
+    typed.write_text("# float64 nowhere here\n" + src.read_text())
+    code = convert_source(typed.read_text(), typed.name).code
+    assert "optimizer = msmigrate_SGD(" in code
+    want, got = _outputs(typed, code, typed.parent)
+    assert len(got) == 3 and all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
