@@ -18,6 +18,19 @@ def _varies(call: ast.Call, loop) -> bool:
     return bool(used & targets)
 
 
+def _own_nodes(loop):
+    """The nodes of `loop`'s body, not inside a nested loop or definition: a Cell built per pass
+    of an outer loop and called in an inner one (a model per fold of k-fold cross-validation)
+    compiles once per pass and is reused there."""
+    stack = list(loop.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
 class JitOrCellPerCall(Rule):
     """Flags `ms.jit(...)` wrappers and Cells created anew for every call.
 
@@ -39,7 +52,8 @@ class JitOrCellPerCall(Rule):
 
     ## Use instead
     Create the Cell or the jit wrapper once, outside the loop, and reuse it. (A Cell built from
-    the loop's variables, a different Cell each iteration, is not flagged.)
+    the loop's variables, a different Cell each iteration, is not flagged; nor one called only
+    in a nested loop or function, as a model built per fold of k-fold cross-validation.)
 
     ## Fix safety
     No automatic fix.
@@ -77,8 +91,7 @@ class JitOrCellPerCall(Rule):
                 not self._is_cell_class(node.value.func, ctx) or _varies(node.value, ctx.loops[-1]):
             return
         names = {t.id for t in node.targets if isinstance(t, ast.Name)}
-        loop = ctx.loops[-1]
-        for n in ast.walk(loop):
+        for n in _own_nodes(ctx.loops[-1]):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names:
                 self.report(node, f"'{ctx.text(node.value)}' is built and called in the same loop: each new Cell "
                                   "compiles its graph again; build it once before the loop")
@@ -100,6 +113,20 @@ def drive():
     out = []
     for _ in range(3):
         out.append(net(x))
+    return out
+""",
+        """
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+def drive():
+    x = ms.Tensor(np.ones((2, 3), np.float32))
+    out = []
+    for fold in range(1):   # k-fold: a Cell per fold, compiled once per fold, used by its epochs
+        net = nn.Dense(3, 1, weight_init="ones")
+        for epoch in range(3):
+            out.append(net(x))
     return out
 """,
     ]
