@@ -161,16 +161,12 @@ _DTYPES = {"float16", "half", "float32", "float", "float64", "double", "bfloat16
 
 
 def module_to(site):
-    """model.to(device) -> model (Cells use the global device); model.to(dtype) ->
-    model.to_float(dtype), flagged: torch casts the parameters themselves."""
-    values = [a.value for a in site.node.args]
-    dtypes = [v for v in values if _is_dtype(site, v)]
+    """model.to(device) -> model (Cells use the global device); model.to(dtype) and
+    model.to(device, dtype) cast the stored floating-point parameters, as model.double() does."""
+    dtypes = [a.value for a in site.node.args if _is_dtype(site, a.value)]
     if dtypes:
-        if len(values) > 1:
-            raise Unconvertible("model.to(device, dtype): convert the dtype part by hand", "manual")
-        site.flag("review", f"{site.qualname}: torch casts the stored parameters; Cell.to_float casts the "
-                            f"computation (parameters stay float32, as with auto_mixed_precision)")
-        return site.expr("{r}.to_float({d})", r=site.receiver, d=dtypes[0])
+        from msmigrate.rules.transforms.models import cast_module
+        return cast_module(site, site.receiver, dtypes[0])
     _register_created_cell(site)
     return site.receiver
 

@@ -8,7 +8,7 @@ import libcst as cst
 from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.names import dotted
 from msmigrate.rules.generated import cells
-from msmigrate.rules.transforms.common import generated
+from msmigrate.rules.transforms.common import generated, generated_text
 
 
 def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
@@ -336,8 +336,22 @@ _MODULE_DTYPES = {"half": "mindspore.float16", "float": "mindspore.float32", "do
 def cast_parameters(site):
     """`model.double()` -> msmigrate_cast_parameters(model, ms.float64): a Cell has no such
     method; torch stores the module's floating-point parameters and buffers in that dtype."""
-    func = generated(site, cells.msmigrate_cast_parameters)
-    return cst.Call(func, [cst.Arg(site.receiver), cst.Arg(site.ref(_MODULE_DTYPES[site.record.method_name]))])
+    return cast_module(site, site.receiver, site.ref(_MODULE_DTYPES[site.record.method_name]))
+
+
+def cast_module(site, module: cst.BaseExpression, dtype: cst.BaseExpression) -> cst.Call:
+    """`module` with its floating-point parameters stored in `dtype` (generated
+    msmigrate_cast_parameters); cast to float64, its RNN cells compute in float64 too
+    (rules/generated/float64_cells.py: MindSpore's take float16/32 only)."""
+    call = cst.Call(generated(site, cells.msmigrate_cast_parameters), [cst.Arg(module), cst.Arg(dtype)])
+    if site.code(dtype).rsplit(".", 1)[-1] not in ("float64", "double"):
+        return call
+    # (only where the file names an RNN cell, or its model may come from another file)
+    if not (re.search(r"(?:RNN|LSTM|GRU)Cell\b", site.rw.module_code) or site.rw.ctx.project):
+        return call
+    func = generated_text(site.rw.imports, "float64_cells", "msmigrate_RNNCell64", "msmigrate_LSTMCell64",
+                          "msmigrate_GRUCell64", "msmigrate_float64_cells")
+    return cst.Call(func, [cst.Arg(call)])
 
 
 def requires_grad_(site):

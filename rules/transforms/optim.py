@@ -1,6 +1,7 @@
 """Optimizers and LR schedulers: parameter arguments, torch Adam, OneCycleLR, momentum cycling."""
 from __future__ import annotations
 
+import re
 
 import libcst as cst
 
@@ -86,10 +87,14 @@ def optimizer(site):
 
 
 def sgd(site):
-    """eoptim.SGD has no default lr (torch: 0.001). Not a `pin`: lr is often positional."""
+    """eoptim.SGD has no default lr (torch: 0.001). Not a `pin`: lr is often positional. In a
+    file that casts to float64, msmigrate_SGD (rules/generated/optimizers.py): eoptim.SGD's
+    kernel takes float16/32 parameters only."""
     args = site.standard_args()
     if not site.has("lr"):
         args.append(kwarg("lr", cst.Float("0.001")))
+    if re.search(r"\.double\(\)|\bfloat64\b|\btorch\.double\b", site.rw.module_code):
+        return site.call(generated_text(site.rw.imports, "optimizers", "msmigrate_sgd_step", "msmigrate_SGD"), args)
     return site.call(site.record.target, args)
 
 
