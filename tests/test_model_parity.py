@@ -208,6 +208,19 @@ def test_buffers_are_left_out_of_parameters_and_listed_by_buffers(tmp_path):
     assert len(want) == 5 and got == want, (want, got)
 
 
+def _prints_torchs_lines(src: Path, tmp_path: Path, count: int) -> str:
+    """Convert `src` (no marker), run both programs: `count` lines each, the same numbers to the
+    printed digit. The converted code."""
+    from msmigrate import convert_source
+    from test_values_change_type import _outputs, _same_line
+    result = convert_source(src.read_text(), src.name)
+    assert not result.diagnostics, result.diagnostics
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == count and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    return result.code
+
+
 @pytest.mark.framework
 def test_a_trainer_object_prints_torchs_losses(tmp_path):
     """A trainer class of the file (minGPT's shape): its `self` holds no parameters (it was
@@ -216,15 +229,8 @@ def test_a_trainer_object_prints_torchs_losses(tmp_path):
     `self.loss`, assigned in the step, is written back after it (a callback printed the value
     frozen while compiling, the same every iteration). Fixed weights and data: the converted
     program prints torch's lines."""
-    from msmigrate import convert_source
-    from test_values_change_type import _outputs, _same_line
-    src = FIXTURES / "programs" / "train_trainer_object.py"
-    result = convert_source(src.read_text(), src.name)
-    assert not result.diagnostics, result.diagnostics
-    assert "@ms.jit" in result.code and "self.loss = " in result.code
-    want, got = _outputs(src, result.code, tmp_path)
-    assert len(want) == 9 and len(got) == len(want), (want, got)
-    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    code = _prints_torchs_lines(FIXTURES / "programs" / "train_trainer_object.py", tmp_path, 9)
+    assert "@ms.jit" in code and "self.loss = " in code
 
 
 @pytest.mark.framework
@@ -233,24 +239,15 @@ def test_a_model_built_on_each_pass_of_an_outer_loop_trains_like_torch(tmp_path)
     loop. The step's definitions went before the outermost loop, reading the optimizer before it
     existed (NameError) and taking the model as a jit argument; they are built inside the fold
     loop, after its objects. Fixed weights and data: the converted program prints torch's lines."""
-    from msmigrate import convert_source
-    from test_values_change_type import _outputs, _same_line
     src = FIXTURES / "programs" / "train_model_per_fold.py"
-    result = convert_source(src.read_text(), src.name)
-    assert not result.diagnostics, result.diagnostics
-    assert "@ms.jit" in result.code and "def train_step(idx):" in result.code
-    want, got = _outputs(src, result.code, tmp_path)
-    assert len(want) == 3 and len(got) == len(want), (want, got)
-    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    code = _prints_torchs_lines(src, tmp_path, 3)
+    assert "@ms.jit" in code and "def train_step(idx):" in code
     # in a file that names float64, SGD is the generated msmigrate_SGD: its float32 path is the
     # kernel eoptim.SGD runs, with torch's numbers
     typed = tmp_path / "typed" / src.name
     typed.parent.mkdir()
     typed.write_text("# float64 nowhere here\n" + src.read_text())
-    code = convert_source(typed.read_text(), typed.name).code
-    assert "optimizer = msmigrate_SGD(" in code
-    want, got = _outputs(typed, code, typed.parent)
-    assert len(got) == 3 and all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+    assert "optimizer = msmigrate_SGD(" in _prints_torchs_lines(typed, typed.parent, 3)
 
 
 @pytest.mark.framework
