@@ -134,8 +134,9 @@ class _Prescan(cst.CSTVisitor):
     which names hold optimizers and grad scalers."""
 
     def __init__(self, scopes: ScopeStack, project: dict[str, str], wants=lambda stmt: True,
-                 not_tensors=frozenset()) -> None:
+                 not_tensors=frozenset(), steps=False) -> None:
         self.scopes = scopes
+        self.steps = steps   # `x.step()` calls are on the path too (a file without gradients)
         self.not_tensors = not_tensors   # names holding no Tensor: their .backward(...) is not one
         self.project = project   # factories and classes defined in other files -> torch API
         self.wants = wants       # statement -> False when its lines name nothing this looks for
@@ -161,6 +162,9 @@ class _Prescan(cst.CSTVisitor):
                 and not node.args:
             # its block is visited too: `optimizer.zero_grad()` in a loop with no backward pass
             # (a validation loop) goes as it does beside the steps (_clears_gradients)
+            self.path.update(self.stack)
+        if self.steps and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "step" and not node.args:
             self.path.update(self.stack)
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
             q = self.project.get(dotted(node.value.func) or "") or self.scopes.resolve(node.value.func) or ""
@@ -541,7 +545,7 @@ class _AttributesAsNames(cst.CSTTransformer):
 class TrainingLoopPass(PathTransformer):
     @staticmethod
     def applies(source: str) -> bool:
-        return ".backward(" in source
+        return ".backward(" in source or ".zero_grad(" in source or (".step(" in source and "optim" in source)
 
     def __init__(self, ctx) -> None:
         super().__init__()
@@ -568,8 +572,13 @@ class TrainingLoopPass(PathTransformer):
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {part for key in ctx.project for part in key.split(".")} | {"backward", "zero_grad"}
         words |= GENERATED_CLOSURE_OPTIMIZERS
+        # no gradient anywhere in the file (a learning-rate schedule traced with optimizer.step()
+        # calls): torch's step skips parameters without a gradient, so its steps change nothing
+        self.gradient_free = not re.search(r"\.backward\(|\bautograd\b|\.grad\b", ctx.source)
+        if self.gradient_free:
+            words.add("step")
         scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words),
-                        ctx.not_tensors)
+                        ctx.not_tensors, steps=self.gradient_free)
         module.visit(scan)
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible
@@ -729,7 +738,7 @@ class TrainingLoopPass(PathTransformer):
         out = []
         for stmt in body:
             out.extend(self.ready.pop(id(stmt), ()))
-            if backwards or not self._clears_gradients(stmt):   # (a refused step keeps its own)
+            if backwards or not (self._clears_gradients(stmt) or self._changes_nothing(stmt)):   # (a refused step keeps its own)
                 out.extend(self.later.pop(id(self.originals.get(id(stmt), stmt)), [stmt]))
         return out or [cst.SimpleStatementLine([cst.Pass()])]
 
@@ -752,6 +761,11 @@ class TrainingLoopPass(PathTransformer):
             return True
         return receiver in self._network_names() or \
             (receiver or "").rsplit(".", 1)[-1] in self._leaves(sorted(self.optimizers))
+
+    def _changes_nothing(self, stmt) -> bool:
+        """`optimizer.step()` of an optimizer the file makes, in a file computing no gradient: no
+        parameter has one, torch's step skips them all; MindSpore's optimizers have no step()."""
+        return self.gradient_free and self._optimizer_step(stmt) in self.optimizers
 
     # ---- several backward passes in one block ------------------------------------------
     def _rewrite_several(self, body: list, backwards: list[int]) -> list:

@@ -163,6 +163,15 @@ LAYERS = [
     case("nn.AdaptiveMaxPool3d(2)", x(1, 2, 4, 6, 4)),
     case("nn.BatchNorm3d(2, momentum=0.05)", x(3, 2, 3, 4, 4)),
     case("nn.LocalResponseNorm(3, alpha=0.1, beta=0.6, k=2.0)", x(2, 5, 4, 4)),
+    case("nn.AdaptiveAvgPool1d(4)", x(2, 3, 9)),
+    case("nn.AdaptiveMaxPool1d(2)", x(2, 3, 7)),
+    case("nn.Softplus(beta=2.0, threshold=5.0)", x(4, 5)),
+    case("nn.CosineSimilarity(dim=1)", x(4, 5), x(4, 5)),
+    case("nn.Unfold(2, padding=1)", x(2, 3, 4, 5)),
+    case("nn.Fold((4, 5), 2, padding=1)", x(2, 12, 30)),
+    case("nn.CircularPad1d((1, 2))", x(2, 3, 4)),
+    case("nn.CircularPad2d(1)", x(2, 3, 4, 4)),
+    case("nn.CircularPad3d(1)", x(1, 2, 3, 3, 3)),
     case("nn.CrossMapLRN2d(3, alpha=0.5)", x(2, 6, 4, 4)),
     case("nn.CrossMapLRN2d(4, alpha=0.1, beta=0.6, k=2.0)", x(2, 7, 3, 3)),
     case("nn.Dropout1d(0.2)", x(2, 3, 4), mode="eval"),
@@ -423,6 +432,12 @@ FUNCTIONAL = [
     case("out, idx = F.max_pool2d(x0, 2, return_indices=True); F.max_unpool2d(out, idx, 2)", x(2, 3, 4, 6)),
     case("F.cosine_similarity(x0, x1)", x(4, 5), x(4, 5)),
     case("F.cosine_similarity(x0, x1, dim=0)", x(4, 5), x(4, 5)),
+    case("F.cosine_similarity(x0, x1)", x(4, 5), x(5)),
+    case("F.fold(x0, (4, 5), 2, padding=1)", x(2, 12, 30)),
+    case("F.local_response_norm(x0, 3, alpha=0.1)", x(2, 5, 4, 4)),
+    case("F.poisson_nll_loss(x0, x1)", x(4, 5), pos(4, 5)),
+    case("F.poisson_nll_loss(x0, x1, log_input=False, full=True)", pos(4, 5), pos(4, 5)),
+    case("F.adaptive_avg_pool1d(x0, 4)", x(2, 3, 9)),
     case("F.pdist(x0)", x(4, 5)),
     case("F.grid_sample(x0, x1)", x(2, 3, 5, 6), target(2, 4, 3, 2)),
     case("F.affine_grid(x0, (2, 3, 4, 5))", x(2, 2, 3)),
@@ -480,6 +495,8 @@ UNCHECKED = {
     "torch.nn.RReLU": "random slopes in both modes in MindSpore (flagged)",
     "torch.nn.functional.rrelu": "random slopes (flagged)",
     "torch.nn.functional.gumbel_softmax": "random Gumbel noise (flagged)",
+    "torch.nn.ParameterList": "a container, no layer: fixtures/programs/train_rnn_cells_default_state.py trains one "
+                              "(tests/test_model_parity.py), tests/api_suite/cases/records_more.toml reads it",
 }
 CHUNKS = 4
 

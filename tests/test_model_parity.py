@@ -271,3 +271,12 @@ def test_rnn_cells_of_a_double_model_compute_in_float64(tmp_path):
         # learning rate, which MindSpore's optimizers hold in float32 (~2e-8 relative)
         tol = 1e-12 if " step 0 " in a else 1e-7
         assert math.isclose(float(a.split()[4]), float(b.split()[4]), rel_tol=tol), (a, b)
+
+
+@pytest.mark.framework
+def test_rnn_cells_without_a_state_and_layers_mindspore_lacks_train_like_torch(tmp_path):
+    """LSTMCell / GRUCell / RNNCell called without a state and on an unbatched sample, Softplus
+    and CosineSimilarity layers: the cells were marked and raised (MindSpore's need the state),
+    the two layers left the file to torch. Fixed weights and data: torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "train_rnn_cells_default_state.py", tmp_path, 4)
+    assert "class msmigrate_LSTMCell(nn.LSTMCell)" in code and "class msmigrate_Softplus" in code

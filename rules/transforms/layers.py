@@ -126,8 +126,11 @@ def square_subsequent_mask(site):
     if sz is None:
         raise Unconvertible("sz is missing")
     # dtype given: ops.full makes a float fill value int64 without it (an attention mask must be float)
-    return site.expr("{triu}({full}(({n}, {n}), float('-inf'), dtype={f32}), 1)", triu="@mindspore.ops.triu",
-                     full="@mindspore.ops.full", n=sz, f32="@mindspore.float32")
+    dtype = site.arg("dtype")
+    if dtype is None or (isinstance(dtype, cst.Name) and dtype.value == "None"):
+        dtype = "@mindspore.float32"
+    return site.expr("{triu}({full}(({n}, {n}), float('-inf'), dtype={dtype}), 1)", triu="@mindspore.ops.triu",
+                     full="@mindspore.ops.full", n=sz, dtype=dtype)
 
 
 # torch's channel dropout, for every input rank it accepts, as MindSpore's (4-D / 5-D only) input:
@@ -281,3 +284,30 @@ def transformer_call(site):
     if args and len(args) != len(site.node.args):
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     return site.node.with_changes(args=args)
+
+
+def parameter_list(site):
+    """nn.ParameterList(values) assigned to an attribute or a name: msmigrate_parameter_list, a
+    ParameterTuple with torch's parameter names. A ParameterTuple is immutable: a list the file
+    appends to, extends or assigns into is left for manual work."""
+    import re
+
+    from msmigrate.rules.transforms.torch_functions import _generated_function
+    name = site.assigned_name
+    if name is None:
+        raise Unconvertible("a ParameterList not assigned to one attribute: keep its Parameters in a "
+                            "ms.ParameterTuple attribute (a Cell registers those)", "manual")
+    leaf = name.rsplit(".", 1)[-1]
+    if re.search(rf"\b{re.escape(leaf)}\s*(\.(append|extend|insert)\(|\[[^\]]*\]\s*=[^=]|\+=)", site.rw.ctx.source):
+        raise Unconvertible(f"{name} is changed after it is made; MindSpore's ParameterTuple is immutable: "
+                            f"build the full list first, then ms.ParameterTuple(...) with unique names", "manual")
+    if re.search(r"for\s+\w+\s+in\s+(list\()?[\w.]+\.parameters\(\)|list\([\w.]+\.parameters\(\)\)\s*\[",
+                 site.rw.ctx.source):
+        site.flag("review", f"{name}: a ParameterTuple's Parameters are its Cell's own, so parameters() lists "
+                            f"them before the Cell's layers (torch: where the ParameterList was registered); "
+                            f"code relying on that order (an initialisation drawn in order, a slice of the "
+                            f"list) sees other parameters")
+    values = site.arg("values")
+    func = _generated_function(site, "msmigrate_parameter_list")
+    return site.expr("{f}({v}, {n})", f=func, v=values if values is not None else cst.Name("None"),
+                     n=cst.SimpleString(repr(leaf)))

@@ -1299,3 +1299,37 @@ def _iterates_parameters(site, name: str) -> bool:
         if found:
             return True
     return False
+
+
+def legacy_new(site):
+    """`x.new(2, 3)` / `x.new(size)` / `x.new()` -> ops.zeros(sizes, x.dtype) (torch's memory is
+    uninitialised: zeros are one valid content); `x.new([1, 2])` -> ms.Tensor(data, x.dtype). The
+    receiver is read twice, so it must be a name or an attribute path."""
+    from msmigrate.engine import literal_value
+    from msmigrate.names import dotted
+    if dotted(site.original_receiver) is None or any(a.keyword or a.star for a in site.node.args):
+        raise Unconvertible("x.new(...) of an expression or with keywords: use ops.zeros(size, x.dtype) "
+                            "or ms.Tensor(data, dtype=x.dtype)", "manual")
+    args = [a.value for a in site.node.args]
+    dtype = site.expr("{r}.dtype", r=site.receiver)
+
+    def is_size(node):
+        try:
+            value = literal_value(node)
+        except ValueError:   # `x.size()`, `x.shape`, `x.size(0)`: sizes
+            text = site.code(node)
+            return bool(re.search(r"(\.size\(\d*\)|\.shape(\[\d+\])?)$", text))
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if not args:
+        return site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(cst.Integer("0"))])), cst.Arg(dtype)])
+    if len(args) > 1 and all(is_size(a) or isinstance(a, (cst.Name, cst.Attribute)) for a in args):
+        shape = cst.Tuple([cst.Element(a) for a in args])
+        return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(dtype)])
+    if len(args) == 1 and is_size(args[0]):
+        shape = args[0] if not isinstance(args[0], cst.Integer) else cst.Tuple([cst.Element(args[0])])
+        return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(dtype)])
+    if len(args) == 1 and isinstance(args[0], (cst.List, cst.Tuple)):
+        return site.call("mindspore.Tensor", [cst.Arg(args[0]), cst.Arg(dtype)])
+    raise Unconvertible("x.new(arg): sizes or data? use ops.zeros(size, x.dtype) or "
+                        "ms.Tensor(data, dtype=x.dtype)", "manual")

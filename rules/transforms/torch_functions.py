@@ -347,7 +347,17 @@ def factory(site):
         site.bound.pop("dtype", None)
         return _trainable(site, site.call(site.record.target, [*site.standard_args(),
                                                                kwarg("dtype", site.ref("mindspore.complex64"))]))
+    if site.qualname == "torch.randn_like" and _is_none(site.arg("dtype")) and _plain_name(site.arg("input")):
+        # ops.randn_like draws float32 whatever its input (torch: the input's dtype)
+        site.bound.pop("dtype", None)
+        return _trainable(site, site.call(site.record.target, [*site.standard_args(), kwarg(
+            "dtype", site.expr("{x}.dtype", x=site.arg("input")))]))
     return _trainable(site, site.call(site.record.target))
+
+
+def _plain_name(node) -> bool:
+    """A name or attribute path: reading it twice reads the same value, at no cost."""
+    return dotted(node) is not None
 
 
 def _has_complex(node) -> bool:
@@ -436,8 +446,20 @@ def randint(site):
     if high is None or (not like and size is None):
         raise Unconvertible("arguments do not match torch's randint signature")
     leading = [site.arg(n) for n in first] + [low, high] + ([size] if not like else [])
+    x = site.arg("input")
     for name in (*first, "low", "high", *last):
         site.bound.pop(name, None)
+    if like and _is_none(site.arg("dtype")) and _original_kind(site, "input") != "int":
+        # ops.randint_like draws in its input's dtype, integers only (ValueError on a float
+        # tensor); torch's has the input's dtype, whichever it is
+        if not _plain_name(x):
+            raise Unconvertible("randint_like of a tensor whose dtype is not visibly an integer one: "
+                                "MindSpore's takes integer tensors only; use ops.randint(low, high, x.shape, "
+                                "dtype=ms.int64).astype(x.dtype)")
+        site.bound.pop("dtype", None)
+        call = site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args(),
+                                              kwarg("dtype", site.ref("mindspore.int64"))])
+        return _trainable(site, site.expr("{c}.astype({x}.dtype)", c=call, x=x))
     return _trainable(site, site.call(site.record.target, [*(cst.Arg(v) for v in leading), *site.standard_args()]))
 
 

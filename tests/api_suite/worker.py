@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import types
 
 os.environ.setdefault("GLOG_v", "3")
 import numpy as np  # noqa: E402
@@ -125,12 +126,17 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
     cases = json.load(open(cases_path))
     signal.signal(signal.SIGALRM, _alarm)
     results = {}
-    # each case runs from a file of its own, as a script's top level: MindSpore compiles a
-    # function (ms.jit, vmap, jacrev) from its source file, and its grad reads __module__
+    # each case runs from a file of its own, as a module of its own: MindSpore compiles a
+    # function (ms.jit, vmap, jacrev) from its source file and resolves the names it reads
+    # (a module-level grad_fn in a train step) in the module its __module__ names
     sources = tempfile.mkdtemp(prefix=f"api_suite_{framework}_")
     for number, (case_id, code) in enumerate(cases):
-        ns = dict(base, np=np, __name__="__main__", **{k: make(v) for k, v in data.items()})
         path = os.path.join(sources, f"case_{number}.py")
+        module = types.ModuleType(f"api_suite_case_{number}")
+        module.__file__ = path
+        sys.modules[module.__name__] = module
+        ns = module.__dict__
+        ns.update(base, np=np, **{k: make(v) for k, v in data.items()})
         with open(path, "w") as f:
             f.write(code)
         signal.alarm(TIMEOUT)
@@ -144,6 +150,7 @@ def main(framework: str, cases_path: str, out_path: str) -> None:
             results[case_id] = ("error", f"{type(exc).__name__}: {text[0] if text else ''}"[:300])
         finally:
             signal.alarm(0)
+            del sys.modules[module.__name__]
     shutil.rmtree(sources, ignore_errors=True)
     with open(out_path, "wb") as fh:
         pickle.dump(results, fh)
