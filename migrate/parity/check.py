@@ -500,14 +500,17 @@ def _imports_siblings(script: Path) -> bool:
         tree = ast.parse(script.read_text(encoding="utf-8"))
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return False
-    names = set()
+    modules = set()   # dotted names the script imports (`from model.resnet import f`: model.resnet, model.resnet.f)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
+            modules.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 return True
-            names.add((node.module or "").split(".")[0])
+            modules.add(node.module or "")
+            modules.update(f"{node.module}.{a.name}" for a in node.names if node.module)
     here = script.parent
-    return any((here / f"{n}.py").is_file() or (here / n / "__init__.py").is_file()
-               for n in names if n and n != script.stem)
+    # a module or package beside it, or a file in a directory beside it (a namespace package:
+    # `from model.resnet import resnet20` with no model/__init__.py)
+    return any((here / f"{m.replace('.', '/')}.py").is_file() or (here / m.replace(".", "/") / "__init__.py").is_file()
+               for m in modules if m and m != script.stem)

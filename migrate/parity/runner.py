@@ -588,9 +588,16 @@ def run_torch(rec: Record, script: str) -> None:
     tmodule.register_module_forward_hook(post_hook)
 
     orig_iter = torch.utils.data.DataLoader.__iter__
+    replay = _first_run_batches(rec.spec) if rec.spec.get("perturb") else []
 
     def loader_iter(self):
         for batch in orig_iter(self):
+            if replay:   # the rounding run takes the first run's batches: augmentations draw others
+                tensors, arrays = _flatten(batch, is_tensor), replay.pop(0)
+                if len(tensors) == len(arrays) and all(tuple(t.shape) == a.shape for t, a in zip(tensors, arrays)):
+                    with torch.no_grad():
+                        for t, a in zip(tensors, arrays):
+                            t.copy_(torch.from_numpy(a).to(t.dtype))
             st["batch"] = [t.detach().cpu().numpy().copy() for t in _flatten(batch, is_tensor)]
             st["batch_new"] = True
             yield batch
@@ -1374,6 +1381,23 @@ class _DrawReplay:
                                         f"torch draw(s) of the steps compared (drawn inside compiled code?)",
                                         "torch_call": t["call"], "torch_line": t["line"],
                                         "torch_function": t["function"], "torch_file": t["file"], "step": t["step"]}
+
+
+def _first_run_batches(spec: dict) -> list[list[np.ndarray]]:
+    """The DataLoader batches the first torch run recorded, in the order it took them: what a run
+    measuring torch's sensitivity to rounding trains on (a random crop or flip draws other ones,
+    and the run would measure the data, not the rounding)."""
+    with open(os.path.join(spec["torch_record"], "record.json")) as fh:
+        steps = json.load(fh).get("batches", [])
+    out = []
+    with np.load(os.path.join(spec["torch_record"], "arrays.npz")) as first:
+        for step in steps:
+            arrays, i = [], 0
+            while f"batch/{step}/{i}" in first.files:
+                arrays.append(first[f"batch/{step}/{i}"])
+                i += 1
+            out.append(arrays)
+    return out
 
 
 def _run_program(script: str, args=(), steps=None) -> None:
