@@ -572,9 +572,10 @@ class TrainingLoopPass(PathTransformer):
         words = {b for b, q in ctx.names.imports.items() if is_source(q)}
         words |= {part for key in ctx.project for part in key.split(".")} | {"backward", "zero_grad"}
         words |= GENERATED_CLOSURE_OPTIMIZERS
-        # no gradient anywhere in the file (a learning-rate schedule traced with optimizer.step()
-        # calls): torch's step skips parameters without a gradient, so its steps change nothing
-        self.gradient_free = not re.search(r"\.backward\(|\bautograd\b|\.grad\b", ctx.source)
+        # no gradient anywhere in the file, nor in another file of the project that a function
+        # called here could compute (a learning-rate schedule traced with optimizer.step() calls):
+        # torch's step skips parameters without a gradient, so its steps change nothing
+        self.gradient_free = not ctx.project and not re.search(r"\.backward\(|\bautograd\b|\.grad\b", ctx.source)
         if self.gradient_free:
             words.add("step")
         scan = _Prescan(ScopeStack(dict(ctx.names.imports)), ctx.project, ctx.statements_naming(words),

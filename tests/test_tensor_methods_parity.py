@@ -279,6 +279,10 @@ CASES = [
     ("new_zeros:varargs", "x=i(3,4)", "return x.new_zeros(2, 3)"),
     ("new_full", "x=f(3,4)", "return x.new_full((2, 3), 1.5)"),
     ("new_empty", "x=f(3,4)", "r = x.new_empty((2, 3))\nreturn r.shape, r.dtype"),
+    # the legacy constructor: sizes (uninitialised in torch: shape and dtype), or data
+    ("new", "x=f(3,4)", "r = x.new(2, 3)\nreturn r.shape, r.dtype"),
+    ("new:size", "x=i(3,4)", "r = x.new(x.size())\nreturn r.shape, r.dtype"),
+    ("new:data", "x=i(3,4)", "return x.new([1, 2])"),
     ("new_tensor", "x=f(3,4)", "return x.new_tensor([1, 2, 3])"),
     ("nextafter", "x=f(3,4), y=f(3,4)", "return x.nextafter(y)"),
     ("norm", "x=f(3,4)", "return x.norm()"),
@@ -578,7 +582,6 @@ FLAGGED = [
     ("grad.data.zero_", "x=f(3,4)", "x.grad.data.zero_()", "MSC102"),
     ("unique:inverse", "x=i(8)", "return x.unique(return_inverse=True)", "MSC102"),
     ("scatter_reduce:amax", "x=f(3,4), idx=i(3,5,hi=4), s=f(3,5)", "return x.scatter_reduce(1, idx, s, 'amax')", "MSC102"),
-    ("new", "x=f(3,4)", "return x.new(2, 3)", "MSC102"),
     ("random_", "x=f(3,4)", "x.random_(0, 10)", "MSC103"),
     ("norm:nuc", "x=f(3,4)", "return x.norm(p='nuc')", "MSC102"),
     ("scatter:multiply", "x=f(3,4), idx=i(3,2,hi=4), s=f(3,2)", "return x.scatter(1, idx, s, reduce='multiply')", "MSC102"),

@@ -1323,7 +1323,7 @@ def legacy_new(site):
 
     if not args:
         return site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(cst.Integer("0"))])), cst.Arg(dtype)])
-    if len(args) > 1 and all(is_size(a) or isinstance(a, (cst.Name, cst.Attribute)) for a in args):
+    if len(args) > 1:   # several arguments are sizes (data is one sequence)
         shape = cst.Tuple([cst.Element(a) for a in args])
         return site.call("mindspore.ops.zeros", [cst.Arg(shape), cst.Arg(dtype)])
     if len(args) == 1 and is_size(args[0]):
