@@ -12,8 +12,11 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
     names whose last binding before the call in straight-line code (no enclosing loop or try
     rebinding them), or every binding of which in their scope, is one of these.
 
-Anything else (function parameters, names bound in several ways, loop variables) is unknown
-and left as it is. Which arguments are float-only is data: the `promote` field of a record;
+Anything else (function parameters, names bound in several ways, loop variables) is unknown.
+Top-level code (no function, lambda or class around it: data of any dtype, never compiled)
+checks an unknown float-only argument when it runs (`ops.exp(msmigrate_float(x))`, generated);
+a function or class body keeps the plain call. Which arguments are float-only is data: the
+`promote` field of a record;
 `compute_as` names the kinds (bool, int, float64) a MindSpore kernel lacks and the dtype to
 compute them in (the result cast back), `promote_as` the kinds torch itself computes in another
 dtype (square of bool: int64). The same visibility decides whether a tensor may be empty
@@ -540,7 +543,15 @@ def promote(site, original: dict) -> None:
             site.flag("review", f"{site.qualname}: {why}")
     for name in site.record.promote:
         arg, before = site.bound.get(name), original.get(name)
-        if arg is None or before is None or kind(site.rw, before.value) not in ("int", "bool"):
+        if arg is None or before is None:
+            continue
+        found = kind(site.rw, before.value)
+        if found is None and checked_at_run_time(site.rw):
+            from msmigrate.rules.transforms.torch_functions import generated_function
+            site.bound[name] = arg.with_changes(value=cst.Call(
+                generated_function(site, "msmigrate_float"), [cst.Arg(arg.value)]))
+            continue
+        if found not in ("int", "bool"):
             continue
         site.uncast.setdefault(name, arg.value)
         site.bound[name] = arg.with_changes(
@@ -565,6 +576,14 @@ def promote(site, original: dict) -> None:
         _joined(site, original)
 
 
+def checked_at_run_time(rw) -> bool:
+    """Whether a float-only argument of unknown dtype gets its dtype checked when the code runs
+    (rules/generated/functions.py msmigrate_float): in top-level code, which holds data of any
+    dtype (loaded arrays, labels, masks) and never runs in a graph. A function, lambda or class
+    body (a model's layers, a train step: float activations) keeps MindSpore's plain call."""
+    return len(rw.scopes.stack) == 1
+
+
 def changes(rw, rec, values: list, whole: bool = False) -> bool:
     """Whether `promote` would change the conversion of `rec` (a torch function's record) for
     these torch arguments (the tensor first): a Tensor method converts as its function there
@@ -573,6 +592,8 @@ def changes(rw, rec, values: list, whole: bool = False) -> bool:
         return False
     kinds = {kind(rw, v) for v in values}
     if (rec.promote and kinds & {"int", "bool"}) or kinds & (set(rec.compute_as) | set(rec.promote_as)):
+        return True
+    if rec.promote and kind(rw, values[0]) is None and checked_at_run_time(rw):
         return True
     if rec.complex and "complex" in kinds:
         return True

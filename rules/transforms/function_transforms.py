@@ -59,8 +59,8 @@ def transform_call(site):
         else:
             args.append(kwarg(renames.get(name, name), value))
     if target.startswith("msmigrate_"):
-        from msmigrate.rules.transforms.torch_functions import _generated_function
-        func = _generated_function(site, target)
+        from msmigrate.rules.transforms.torch_functions import generated_function
+        func = generated_function(site, target)
     else:
         func = site.ref(target)
     return cst.Call(func=func, args=_commas(args))

@@ -292,7 +292,7 @@ def parameter_list(site):
     appends to, extends or assigns into is left for manual work."""
     import re
 
-    from msmigrate.rules.transforms.torch_functions import _generated_function
+    from msmigrate.rules.transforms.torch_functions import generated_function
     name = site.assigned_name
     if name is None:
         raise Unconvertible("a ParameterList not assigned to one attribute: keep its Parameters in a "
@@ -308,6 +308,6 @@ def parameter_list(site):
                             f"code relying on that order (an initialisation drawn in order, a slice of the "
                             f"list) sees other parameters")
     values = site.arg("values")
-    func = _generated_function(site, "msmigrate_parameter_list")
+    func = generated_function(site, "msmigrate_parameter_list")
     return site.expr("{f}({v}, {n})", f=func, v=values if values is not None else cst.Name("None"),
                      n=cst.SimpleString(repr(leaf)))

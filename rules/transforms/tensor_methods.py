@@ -1011,8 +1011,8 @@ def promoted(site):
     tensor (`torch.arange(5).exp()`, `k.sin()` after `k = torch.tensor([1, 2])`) it converts as
     that function, whose record casts the tensor (to float32 as torch promotes it); on any
     other receiver it stays as it is."""
-    if not _visibly_function(site):
-        return site.node
+    if site.unbound or not _visibly_function(site):
+        return site.node   # (arguments beyond torch's signature: `logger.log(level, msg)`)
     return _as_function(site, "torch." + site.record.method_name)
 
 

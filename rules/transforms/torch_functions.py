@@ -645,7 +645,7 @@ def bucketize(site):
     number = isinstance(site.arg("input"), (cst.Integer, cst.Float, cst.UnaryOperation))
     if number or (site.has("out_int32") and not _is_false(site.arg("out_int32"))):
         # a number input, or int32 output, which the sticky kernel dtype would break: generated
-        return site.call(_generated_function(site, "msmigrate_bucketize"))
+        return site.call(generated_function(site, "msmigrate_bucketize"))
     args = [cst.Arg(site.arg("boundaries")), cst.Arg(site.arg("input"))]
     for name in ("right", "out_int32"):
         if site.has(name):
@@ -802,7 +802,7 @@ def norm(site):
         return site.call("mindspore.ops.vector_norm", args)
     if p_value == "nuc":   # ops.norm's is float32 whatever the input's dtype
         args = [cst.Arg(site.arg("input"))] + [kwarg(k, site.arg(k)) for k in ("dim", "keepdim") if site.has(k)]
-        return site.call(_generated_function(site, "msmigrate_nuclear_norm"), args)
+        return site.call(generated_function(site, "msmigrate_nuclear_norm"), args)
     args = site.standard_args()
     if p_value not in (None, "fro"):
         args.insert(1, kwarg("ord", p) if args[1:] and args[1].keyword is not None or len(args) == 1 else cst.Arg(p))
@@ -1287,7 +1287,7 @@ def lu_factor(site):
     if site.has("pivot") and site.code(site.arg("pivot")) != "True":
         raise Unconvertible("lu_factor(pivot=False) is not converted", "review")
     # torch.lu's generated function: scipy's lu_factor one matrix of a batch at a time (2-D only)
-    return site.expr("{f}({a})", f=_generated_function(site, "msmigrate_lu"), a=site.arg("A"))
+    return site.expr("{f}({a})", f=generated_function(site, "msmigrate_lu"), a=site.arg("A"))
 
 
 @_calls("A")
@@ -1415,7 +1415,7 @@ def _rows_gather(site) -> cst.BaseExpression | None:
 
 # ---- functions MindSpore 2.10 lacks on CPU: generated (rules/generated/functions.py) ----------
 
-def _generated_function(site, name: str) -> cst.Name:
+def generated_function(site, name: str) -> cst.Name:
     """rules/generated/functions.py's function `name`, with the functions it calls, copied into
     the converted file: a reference to it."""
     import inspect
@@ -1438,7 +1438,7 @@ def generated(site):
 def call_generated(site, name: str):
     """rules/generated/functions.py's function `name`, copied into the file and called with
     torch's arguments under torch's names (a bare reference: the function)."""
-    func = _generated_function(site, name)
+    func = generated_function(site, name)
     if not site.is_call:
         return func
     if site.unbound:
@@ -1461,7 +1461,7 @@ def generated_cell(site):
     source = functions.CELLS[name].strip("\n") + "\n"
     for called in dict.fromkeys(re.findall(r"\b(msmigrate_\w+)\(", source)):
         if hasattr(functions, called):
-            _generated_function(site, called)
+            generated_function(site, called)
     cls = site.rw.imports.define(name, with_file_names(site.rw.imports, source, _CELL_NAMES))
     if not site.is_call:
         return cls
@@ -1562,7 +1562,7 @@ def svd_any(site):
     if site.unbound:
         raise Unconvertible("arguments passed through * / **: convert by hand", "review")
     name = "msmigrate_linalg_svd" if site.qualname == "torch.linalg.svd" else "msmigrate_svd"
-    return site.call(_generated_function(site, name))
+    return site.call(generated_function(site, name))
 
 
 def _is_false(node) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from msmigrate.engine import Unconvertible, atom, literal_value
 from msmigrate.rules.transforms.common import fixed_answer
-from msmigrate.rules.transforms.torch_functions import _calls, _generated_function, _no_out, call_generated
+from msmigrate.rules.transforms.torch_functions import _calls, generated_function, _no_out, call_generated
 from msmigrate.rules.transforms.torch_functions import _original_kind as _kind
 
 
@@ -72,7 +72,7 @@ def sym_sum(site):
             return site.expr("sum({s})", s=cst.Tuple(elements))
         if isinstance(args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
             return site.expr("sum({s})", s=args[0].value)
-    return site.node.with_changes(func=_generated_function(site, "msmigrate_sym_sum"))
+    return site.node.with_changes(func=generated_function(site, "msmigrate_sym_sum"))
 
 
 # ---- control flow ---------------------------------------------------------------------------
