@@ -285,10 +285,12 @@ def test_rnn_cells_without_a_state_and_layers_mindspore_lacks_train_like_torch(t
 @pytest.mark.framework
 def test_floating_functions_of_loaded_integer_and_bool_data_compute_like_torch(tmp_path):
     """Top-level code over arrays loaded from .npy files (dtypes the source does not show):
-    rsqrt/log of int64 counts, sigmoid of a bool mask, exp of the loss. torch computes them in
-    float32; MindSpore's kernels raised on the integer and bool tensors. The converted file
-    checks the dtype when it runs (msmigrate_float), the model and step code keep plain calls.
-    Fixed weights and data: torch's lines."""
-    code = _prints_torchs_lines(FIXTURES / "programs" / "top_level_data_dtypes.py", tmp_path, 5)
+    rsqrt/log of int64 counts, sigmoid of a bool mask, exp of the loss (torch computes them in
+    float32), ceil/floor of int64 lengths (torch keeps the dtype): MindSpore's
+    kernels raised on the integer and bool tensors. The converted file checks the dtype when it
+    runs (msmigrate_float, msmigrate_kernel_input/output), the model and step code keep plain
+    calls. Fixed weights and data: torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "top_level_data_dtypes.py", tmp_path, 6)
     assert "ops.rsqrt(msmigrate_float(counts))" in code
+    assert "ops.ceil(msmigrate_kernel_input(lengths, int_as=ms.float64))" in code
     assert "msmigrate_float" not in code.split("class Classifier")[1].split("model = ")[0]

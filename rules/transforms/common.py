@@ -54,6 +54,19 @@ def generated_text(plan, module: str, *names: str) -> cst.Name:
     return plan.define(names[-1], "")
 
 
+def repeatable(expr) -> bool:
+    """A name, attribute or literal subscript: cheap and the same value when written twice."""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return repeatable(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return repeatable(expr.value) and all(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.Integer, cst.Name))
+            for e in expr.slice)
+    return False
+
+
 def one_minus(value: cst.BaseExpression, site):
     """BatchNorm momentum: MindSpore weighs the running stat by m where torch weighs the new one."""
     try:

@@ -14,8 +14,9 @@ kernel; instead an argument gets one only where its dtype is VISIBLE in the sour
 
 Anything else (function parameters, names bound in several ways, loop variables) is unknown.
 Top-level code (no function, lambda or class around it: data of any dtype, never compiled)
-checks an unknown float-only argument when it runs (`ops.exp(msmigrate_float(x))`, generated);
-a function or class body keeps the plain call. Which arguments are float-only is data: the
+checks an unknown float-only argument when it runs (`ops.exp(msmigrate_float(x))`; a
+`compute_as` one through msmigrate_kernel_input/_output; both generated); a function or class
+body keeps the plain call. Calls of the file's networks and of torch losses give float tensors. Which arguments are float-only is data: the
 `promote` field of a record;
 `compute_as` names the kinds (bool, int, float64) a MindSpore kernel lacks and the dtype to
 compute them in (the result cast back), `promote_as` the kinds torch itself computes in another
@@ -34,6 +35,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import atom, creates_cell
+from msmigrate.rules.transforms.common import repeatable
 from msmigrate.names import TargetBindings, dotted
 
 INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
@@ -231,6 +233,11 @@ def _keyword(call: cst.Call, name: str):
 def _call_kind(rw, call: cst.Call, seen) -> str | None:
     dtype = _keyword(call, "dtype")
     func = call.func
+    if isinstance(func, cst.Name) and _network(rw, func.value, seen):
+        return "float"   # outputs = model(images); loss = criterion(outputs, labels)
+    if isinstance(func, cst.Name) and func.value == "msmigrate_forward" and call.args \
+            and isinstance(call.args[0].value, cst.Name) and _network(rw, call.args[0].value.value, seen):
+        return "float"   # model(images) as the training-loop rewrite already wrote it
     if isinstance(func, cst.Name) and func.value == "len" and rw.scopes.resolve(func) is None \
             and len(call.args) == 1:
         return "pyint"
@@ -317,6 +324,34 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
             "int" if kinds <= {"pyint"} else "float" if kinds <= {"pyint", "pyfloat"} else \
             "complex" if kinds <= {"pyint", "pyfloat", "pycomplex"} else None
     return None
+
+
+# methods returning the network they are called on (`Net().to(device)`)
+_SAME_NETWORK = frozenset({"to", "cuda", "cpu", "float", "train", "eval"})
+
+
+def _network(rw, name: str, seen) -> bool:
+    """`name` is bound, by every binding in its scope, to an instance of one of the file's
+    torch.nn.Module subclasses or of a torch loss class: calling it gives a float tensor."""
+    if name in seen or rw.scopes.resolve(cst.Name(name)) is not None:
+        return False
+    values = bound_values(rw, name)
+    if not values:
+        return False
+    for value in values:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in _SAME_NETWORK:
+            value = value.func.value
+        if isinstance(value, cst.Name) and value.value == name:
+            continue   # `model = model.cuda()`: its other bindings decide
+        if not isinstance(value, cst.Call):
+            return False
+        base = rw.local_classes.get(value.func.value) if isinstance(value.func, cst.Name) else None
+        q = rw.scopes.resolve(value.func) or ""
+        if not ((base is not None and base.torch.startswith("torch.nn."))
+                or (q.startswith("torch.nn.") and q.endswith("Loss"))):
+            return False
+    return True
 
 
 def _literal_kinds(expr, rw=None, seen: frozenset = frozenset()) -> set[str] | None:
@@ -548,6 +583,7 @@ def promote(site, original: dict) -> None:
         found = kind(site.rw, before.value)
         if found is None and checked_at_run_time(site.rw):
             from msmigrate.rules.transforms.torch_functions import generated_function
+            site.uncast.setdefault(name, arg.value)
             site.bound[name] = arg.with_changes(value=cst.Call(
                 generated_function(site, "msmigrate_float"), [cst.Arg(arg.value)]))
             continue
@@ -593,7 +629,8 @@ def changes(rw, rec, values: list, whole: bool = False) -> bool:
     kinds = {kind(rw, v) for v in values}
     if (rec.promote and kinds & {"int", "bool"}) or kinds & (set(rec.compute_as) | set(rec.promote_as)):
         return True
-    if rec.promote and kind(rw, values[0]) is None and checked_at_run_time(rw):
+    if kind(rw, values[0]) is None and checked_at_run_time(rw) and (rec.promote or (
+            rec.compute_as and rec.torch not in _PLAIN_AT_RUN_TIME and repeatable(values[0]))):
         return True
     if rec.complex and "complex" in kinds:
         return True
@@ -618,6 +655,44 @@ def _never_empty(site, original: dict) -> None:
     site.bound[first] = arg.with_changes(value=site.expr(
         "{pad}({x}.reshape(-1), (0, 1), value=" + site.record.empty_value + ")",
         pad="@mindspore.ops.pad", x=atom(arg.value, attribute=True)))
+
+
+# arguments of the compute_as records that are tensors (the first one is, always)
+_TENSOR_ARGUMENTS = ("other", "vec1", "vec2", "values")
+# compute_as records NOT checked at run time: called on float tensors on common lines
+# (`_, pred = torch.max(out, 1)`, `labels.max()`, FGSM's `x + eps * grad.sign()`), where two
+# helpers around each call would bury the line; a bool tensor still raises there, loudly
+# (MindSpore has no bool kernel)
+_PLAIN_AT_RUN_TIME = frozenset({"torch.max", "torch.min", "torch.amax", "torch.amin", "torch.aminmax",
+                                "torch.maximum", "torch.minimum", "torch.add", "torch.sign", "torch.sgn"})
+
+
+def _compute_as_at_run_time(site, original: dict) -> bool:
+    """compute_as for a first argument of unknown dtype in top-level code: each tensor argument
+    through msmigrate_kernel_input, the result through msmigrate_kernel_output
+    (cast back where the first argument was cast; generated). False where the first argument's
+    dtype is visible or it cannot be written twice (a call)."""
+    first = site.record.args[0] if site.record.args else None
+    arg, before = site.bound.get(first), original.get(first)
+    if not site.record.compute_as or site.record.torch in _PLAIN_AT_RUN_TIME \
+            or not checked_at_run_time(site.rw) or arg is None or before is None \
+            or kind(site.rw, before.value) is not None or not repeatable(arg.value):
+        return False
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    kinds = {f"{k}_as": "@mindspore." + v for k, v in sorted(site.record.compute_as.items())}
+    keywords = ", ".join(f"{k}={{{k}}}" for k in kinds)
+    cast_in = generated_function(site, "msmigrate_kernel_input")
+    for name, before in original.items():
+        value = site.bound.get(name)
+        if value is not None and (name == first or name in _TENSOR_ARGUMENTS) \
+                and not (kind(site.rw, before.value) or "").startswith("py"):   # not a Python number
+            site.uncast.setdefault(name, value.value)
+            site.bound[name] = value.with_changes(value=site.expr(
+                "{f}({v}, " + keywords + ")", f=cast_in, v=value.value, **kinds))
+    cast_out = generated_function(site, "msmigrate_kernel_output")
+    like = arg.value
+    site.wraps.append(lambda out: site.expr("{f}({o}, {x}, " + keywords + ")", f=cast_out, o=out, x=like, **kinds))
+    return True
 
 
 def may_be_empty(rw, expr, depth: int = 0) -> bool:
@@ -1108,8 +1183,11 @@ _KIND_DTYPES = {"bool": "mindspore.bool_", "int": "mindspore.int64", "float64": 
 def _compute_as(site, original: dict) -> None:
     """Tensor arguments visibly of a kind MindSpore's kernel lacks (record field `compute_as`:
     `{ bool = "int32" }`) are cast to the dtype given, and the result back to the first
-    argument's dtype (torch's result dtype for these functions)."""
+    argument's dtype (torch's result dtype for these functions). In top-level code, arguments
+    of unknown dtype get the same casts when the code runs (checked_at_run_time)."""
     first = site.record.args[0] if site.record.args else None
+    if _compute_as_at_run_time(site, original):
+        return
     for name, before in original.items():
         arg = site.bound.get(name)
         found = kind(site.rw, before.value) if arg is not None else None

@@ -201,7 +201,7 @@ def pad_sequence(site):
     (L_i, *) padded at its end (or start: padding_side='left') along axis 0 to the longest (ops.pad
     pads the last axes first: (0, 0) pairs for the trailing axes), then stacked along axis 1 (T, B, *) or 0 with batch_first (B, T, *).
     A sequences argument other than a name is evaluated once, through a lambda."""
-    from msmigrate.rules.transforms.tensor_methods import _simple
+    from msmigrate.rules.transforms.common import repeatable
     seqs = site.arg("sequences")
     if seqs is None:
         raise Unconvertible("sequences is missing")
@@ -222,7 +222,7 @@ def pad_sequence(site):
     nodes = dict(stack="@mindspore.ops.stack", pad="@mindspore.ops.pad", axis=axis)
     if value is not None:
         nodes["value"] = value
-    if _simple(seqs):
+    if repeatable(seqs):
         return site.expr(pad, seqs=seqs, **nodes)
     return site.expr("(lambda _seqs: " + pad.replace("{seqs}", "_seqs") + ")(list({seqs}))", seqs=seqs, **nodes)
 

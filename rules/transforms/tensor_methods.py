@@ -15,7 +15,7 @@ import libcst.matchers as m
 from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.rules.bare_tensors import requires_grad_call
 from msmigrate.rules.generated import cells
-from msmigrate.rules.transforms.common import fixed_answer
+from msmigrate.rules.transforms.common import fixed_answer, repeatable
 
 DTYPE_NAMES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
@@ -392,7 +392,7 @@ def scatter(site):
             # the ScatterValue CPU kernel rejects an int value: scatter a tensor of the value in
             # the receiver's dtype (a float value where the receiver is an expression: float
             # receivers are the common case, an int one fails loudly)
-            if _simple(site.receiver):
+            if repeatable(site.receiver):
                 src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full_like",
                                 i=site.arg("index"), v=value, r=site.receiver)
             else:
@@ -416,19 +416,6 @@ def scatter(site):
                      r=site.receiver, i=site.arg("index"), s=src, d=site.arg("dim"))
 
 
-def _simple(expr) -> bool:
-    """A name, attribute or literal subscript: cheap and the same value when written twice."""
-    if isinstance(expr, cst.Name):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return _simple(expr.value)
-    if isinstance(expr, cst.Subscript):
-        return _simple(expr.value) and all(
-            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.Integer, cst.Name))
-            for e in expr.slice)
-    return False
-
-
 def _is_number(node) -> bool:
     try:
         return isinstance(_value(node), (int, float)) and not isinstance(_value(node), bool)
@@ -450,7 +437,7 @@ def leading_src(site, src, index):
     need src shaped like index: `src if src.shape == index.shape else ops.slice(src, (0,) *
     index.ndim, index.shape)` (a shape test at trace time: no kernel when they already agree).
     Only for named src and index (each is written several times)."""
-    if src is None or index is None or not (_simple(src) and _simple(index)) or _is_number(src):
+    if src is None or index is None or not (repeatable(src) and repeatable(index)) or _is_number(src):
         return src
     return site.expr("({s} if {s}.shape == {i}.shape else {f}({s}, (0,) * {i}.ndim, {i}.shape))",
                      s=src, i=index, f="@mindspore.ops.slice")
@@ -487,7 +474,7 @@ def xlogy(site):
     other = site.arg("other")
     if other is None:
         raise Unconvertible("xlogy() without other")
-    if not _simple(site.receiver):
+    if not repeatable(site.receiver):
         site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
                             f"name the receiver to get the zero-safe form")
         return site.expr("{f}({r}, {o})", f="@mindspore.ops.xlogy", r=site.receiver, o=other)
@@ -759,7 +746,7 @@ def _chain_role(site, calls) -> str | None:
             if c.func.attr.value == name and site.rw._pos(c) == here]
     if not mine:
         return None
-    if 0 in mine and (len(calls) == 1 or not _simple(site.receiver)):
+    if 0 in mine and (len(calls) == 1 or not repeatable(site.receiver)):
         return "outer"
     return "inner"
 

@@ -81,12 +81,12 @@ def scaled_other(site):
 def xlogy(site):
     """torch.xlogy(x, y) is 0 where x == 0 (MindSpore: nan when y is 0 too, bool False/False
     included): the zero-safe form of Tensor.xlogy, ops.xlogy(x, ops.where(x == 0, 1.0, y))."""
-    from msmigrate.rules.transforms.tensor_methods import _simple
+    from msmigrate.rules.transforms.common import repeatable
     if not _is_none(site.arg("out")):
         site.flag("MSC105", f"{site.qualname}: out={site.code(site.arg('out'))} has no MindSpore "
                             f"equivalent (only None); argument dropped")
     x, y = site.arg("input"), site.arg("other")
-    if not _simple(x):
+    if not repeatable(x):
         site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
                             f"name the first argument to get the zero-safe form")
         return site.expr("{f}({x}, {y})", f="@mindspore.ops.xlogy", x=x, y=y)
@@ -996,9 +996,9 @@ def linalg_vander(site):
     """torch.linalg.vander(x, N=n): columns x**0, x**1, ... (increasing), over x's last axis (a batch
     of vectors too): x[..., None] ** arange(n), n defaulting to x.shape[-1]. An x that is not a
     plain name without N: ops.vander (decreasing powers, 1-D only) flipped."""
-    from msmigrate.rules.transforms.tensor_methods import _simple
+    from msmigrate.rules.transforms.common import repeatable
     x, n = site.arg("x"), site.arg("N")
-    if n is None and _simple(x):
+    if n is None and repeatable(x):
         n = site.expr("{x}.shape[-1]", x=x)
     if n is None:
         return site.expr("{flip}({v}({x}), (-1,))", flip="@mindspore.ops.flip", v="@mindspore.ops.vander", x=x)
