@@ -34,6 +34,9 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     empty_value = "0"                       # a reduction's value over no elements: reducing all
                                             # of a tensor that may be empty pads it on first
                                             # (MindSpore skips its kernel on an empty tensor)
+    empty_result = "float('nan')"           # a reduction's value over no elements that is no
+                                            # identity (mean: nan): the result of a tensor that
+                                            # may visibly be empty is filled with it when empty
     fields = ["values", "indices"]          # torch's named-tuple result: `f(x).values` reads
                                             # position 0 of MindSpore's plain tuple
     dtype_review = { input = "why" }        # MindSpore differs silently on some dtypes: marked
@@ -104,7 +107,8 @@ METHOD_PREFIXES = ("torch.Tensor.", "torch.nn.Module.", "torch.optim.Optimizer."
 
 _FIELDS = {"target", "args", "positional", "rename", "values", "pin", "drop", "reject",
            "transform", "status", "note", "review", "subclass", "instance_call", "on_instantiate",
-           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value", "fields",
+           "attributes", "fixed", "children", "csv", "read", "promote", "compute_as", "empty_value",
+           "empty_result", "fields",
            "dtype_review", "calls_object", "inplace", "base", "promote_as", "complex", "empty_pad",
            "empty_sizes", "empty_reduce", "scalar_dim", "unbatched", "joined"}
 
@@ -143,6 +147,9 @@ class ApiRecord:
                               # every element of a tensor that may visibly be empty (x[mask])
                               # pads it on first; MindSpore 2.10 skips a reduce kernel on an empty
                               # tensor and returns uninitialised memory
+    empty_result: str = ""    # a reduction's value over no elements that is no identity (mean:
+                              # nan; Python literal): filled into the result where the input may
+                              # visibly be empty and is (msmigrate_empty_result, generated)
     fields: tuple[str, ...] = ()   # the field names of torch's named-tuple result, by position:
                               # `torch.sort(x).values` -> `ops.sort(x)[0]` (a plain tuple in MindSpore)
     dtype_review: dict = field(default_factory=dict)   # arg -> how MindSpore's result differs for
@@ -176,7 +183,8 @@ class ApiRecord:
     @property
     def rewrites_visible(self) -> bool:
         """... and changes for some (a cast, an element appended), not only marks."""
-        return bool(self.promote or self.compute_as or self.empty_value or self.promote_as or self.complex
+        return bool(self.promote or self.compute_as or self.empty_value or self.empty_result
+                    or self.promote_as or self.complex
                     or self.empty_pad or self.empty_sizes or self.empty_reduce or self.scalar_dim or self.unbatched
                     or self.joined)
 

@@ -1,8 +1,11 @@
 """Casts before MindSpore's float-only kernels (record field `promote`, rules/transforms/dtypes.py):
 only where the argument is visibly an integer/bool tensor in the source; ordinary float code and
-arguments of unknown dtype convert without one. The run-time results are checked against torch by
-the per-API suite (tests/api_suite/cases/pointwise.toml: torch.sin(torch.arange(5)), ...)."""
+arguments of unknown dtype convert without one (top-level code checks an unknown one when it
+runs: msmigrate_float). The run-time results are checked against torch by the per-API suite
+(tests/api_suite/cases/pointwise.toml: torch.sin(torch.arange(5)), ...; suite.inline_cases)."""
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -10,10 +13,25 @@ from msmigrate import convert_source
 
 HEAD = "import numpy as np\nimport torch\nimport torch.nn as nn\n"
 CAST = ".astype(ms.float32)"
+# the generated run-time checks (their own code casts): left out of the converted text compared
+CHECKS = re.compile(r"\ndef msmigrate_(float|kernel_\w+|empty_result)\(.*?\n(?=\S)", re.S)
 
 
 def body(code: str) -> str:
-    return convert_source(HEAD + code, "t.py").code
+    return CHECKS.sub("\n", convert_source(HEAD + code, "t.py").code)
+
+
+@pytest.mark.parametrize("code, checked", [
+    ("x = load()\ny = torch.exp(x)\n", "y = ops.exp(msmigrate_float(x))"),
+    ("for x in batches:\n    y = x.sigmoid()\n", "y = ops.sigmoid(msmigrate_float(x))"),
+    ("n = load()\ny = torch.ceil(n)\n",
+     "y = msmigrate_kernel_output(ops.ceil(msmigrate_kernel_input(n, int_as=ms.float64)), n, int_as=ms.float64)"),
+])
+def test_unknown_dtype_at_top_level_is_checked_when_it_runs(code, checked):
+    out = body(code)
+    assert checked in out and CAST not in out
+    inside = body("def f(x, n):\n" + "".join("    " + line + "\n" for line in code.splitlines()))
+    assert "msmigrate_" not in inside and CAST not in inside   # function bodies: the plain call
 
 
 @pytest.mark.parametrize("code", [
@@ -214,7 +232,7 @@ def test_join_of_mixed_kinds_casts_inside_not_after():
     # torch.cat of int64 and float32 is float32 (record field `joined`: the int tensor is cast for
     # MindSpore's Concat); the kind of the result is not guessed for exp's promote
     out = body("y = torch.exp(torch.cat([torch.arange(2), torch.randn(2)]))\n")
-    assert "y = ops.exp(ops.cat([ops.arange(2).astype(ms.float32), ops.randn(2)]))" in out
+    assert "y = ops.exp(msmigrate_float(ops.cat([ops.arange(2).astype(ms.float32), ops.randn(2)])))" in out
 
 
 @pytest.mark.parametrize("code, expected", [

@@ -596,6 +596,8 @@ def promote(site, original: dict) -> None:
         _compute_as(site, original)
     if site.record.empty_value:
         _never_empty(site, original)
+    if site.record.empty_result or (site.record.empty_value and "dim" in site.bound):
+        _empty_result(site, original)
     if site.record.complex:
         _complex(site, original)
     if site.record.empty_pad:
@@ -634,8 +636,8 @@ def changes(rw, rec, values: list, whole: bool = False) -> bool:
         return True
     if rec.complex and "complex" in kinds:
         return True
-    if ((rec.empty_value and whole) or rec.empty_pad or rec.empty_sizes or rec.empty_reduce) \
-            and may_be_empty(rw, values[0]):
+    if ((rec.empty_value and whole) or ((rec.empty_value or rec.empty_result) and checked_at_run_time(rw))
+            or rec.empty_pad or rec.empty_sizes or rec.empty_reduce) and may_be_empty(rw, values[0]):
         return True
     return bool(rec.scalar_dim) and shape(rw, values[0]) == ()
 
@@ -693,6 +695,37 @@ def _compute_as_at_run_time(site, original: dict) -> bool:
     like = arg.value
     site.wraps.append(lambda out: site.expr("{f}({o}, {x}, " + keywords + ")", f=cast_out, o=out, x=like, **kinds))
     return True
+
+
+def _empty_result(site, original: dict) -> None:
+    """A reduction of a tensor that may visibly be empty whose value over no elements is no
+    identity to pad with (record field `empty_result`: mean's nan), or one over `dim` (its
+    `empty_value`: prod along the empty dim is 1): the result goes through
+    msmigrate_empty_result (generated), which gives that value where the tensor is empty. In
+    top-level code only: in a compiled function a mask selection has a dynamic shape, and its
+    size would be tested in the graph."""
+    first = site.record.args[0]
+    arg, before = site.bound.get(first), original.get(first)
+    if arg is None or before is None or not checked_at_run_time(site.rw) \
+            or not may_be_empty(site.rw, before.value) or not _call_free(arg.value):
+        return
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    fill = generated_function(site, "msmigrate_empty_result")
+    value = site.record.empty_result or site.record.empty_value
+    tensor = arg.value
+    site.wraps.append(lambda out: site.expr("{f}({o}, {x}, " + value + ")", f=fill, o=out, x=tensor))
+
+
+def _call_free(expr) -> bool:
+    """No call in it (`x[x > t]`): the same value when written twice (read twice, computed twice)."""
+    return not any(isinstance(n, (cst.Call, cst.NamedExpr, cst.Yield, cst.Await, cst.Lambda))
+                   for n in _nodes(expr))
+
+
+def _nodes(node):
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
 
 
 def may_be_empty(rw, expr, depth: int = 0) -> bool:

@@ -207,6 +207,40 @@ def known() -> dict[str, str]:
     return tomllib.loads(KNOWN.read_text()).get("known", {}) if KNOWN.exists() else {}
 
 
+# ---- the same cases with their inputs built in the snippet ---------------------------------------
+
+# worker.inputs() whose dtype or shape the converter reads where the snippet builds them
+SPECIAL_INPUTS = ("i", "j", "n", "i0", "bo", "bo2", "d", "d2", "cz", "z0", "zn", "e")
+INLINE = "inline: "   # the id prefix of such a case
+
+
+def inline_cases(cases: list[Case] | None = None) -> list[Case]:
+    """Each case using one of SPECIAL_INPUTS again, those inputs built by the snippet itself from
+    the same values (`i = torch.tensor([[...]])`, `e = torch.zeros(0, 4)`): as a user's code
+    shows them, so the converter's casts and guards for visible dtypes and shapes run (the
+    worker's own inputs are invisible to it). Empty tensors' reductions count here: built in
+    the snippet, the converter knows they may be empty."""
+    sys.path.insert(0, str(HERE))
+    import worker
+    built = {}
+    for name, value in worker.inputs().items():
+        data = repr(value.tolist())
+        if value.dtype == np.complex64:
+            built[name] = f"torch.complex(torch.tensor({value.real.tolist()!r}), torch.tensor({value.imag.tolist()!r}))"
+        elif value.size == 0:
+            built[name] = f"torch.zeros({', '.join(map(str, value.shape))})"
+        else:
+            dtype = {np.int32: ", dtype=torch.int32", np.float64: ", dtype=torch.float64"}.get(value.dtype.type, "")
+            built[name] = f"torch.tensor({data}{dtype})"
+    out = []
+    for c in load_cases() if cases is None else cases:
+        used = [n for n in SPECIAL_INPUTS if re.search(rf"(?<![\w.]){n}\b", c.code)]
+        if used:
+            code = "".join(f"{n} = {built[n]}\n" for n in used) + c.code
+            out.append(Case(INLINE + c.id, c.api, code, c.family, c.generated))
+    return out
+
+
 # ---- the coverage page -------------------------------------------------------------------------
 
 def api_statuses(cases: list[Case]) -> dict[str, dict]:
