@@ -16,8 +16,8 @@ Anything else (function parameters, names bound in several ways, loop variables)
 Top-level code (no function, lambda or class around it: data of any dtype, never compiled)
 checks an unknown float-only argument when it runs (`ops.exp(msmigrate_float(x))`; a
 `compute_as` one through msmigrate_kernel_input/_output; both generated); a function or class
-body keeps the plain call. Calls of the file's networks and of torch losses give float tensors. Which arguments are float-only is data: the
-`promote` field of a record;
+body keeps the plain call. Calls of the file's networks and of torch losses give float
+tensors. Which arguments are float-only is data: the `promote` field of a record;
 `compute_as` names the kinds (bool, int, float64) a MindSpore kernel lacks and the dtype to
 compute them in (the result cast back), `promote_as` the kinds torch itself computes in another
 dtype (square of bool: int64). The same visibility decides whether a tensor may be empty
@@ -35,8 +35,9 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import atom, creates_cell
-from msmigrate.rules.transforms.common import repeatable
 from msmigrate.names import TargetBindings, dotted
+from msmigrate.rules.transforms.common import repeatable
+from msmigrate.rules.transforms.torch_functions import generated_function
 
 INT_DTYPES = {"long", "int64", "int", "int32", "int16", "short", "int8", "uint8", "byte", "char",
               "uint16", "uint32", "uint64"}
@@ -582,7 +583,6 @@ def promote(site, original: dict) -> None:
             continue
         found = kind(site.rw, before.value)
         if found is None and checked_at_run_time(site.rw):
-            from msmigrate.rules.transforms.torch_functions import generated_function
             site.uncast.setdefault(name, arg.value)
             site.bound[name] = arg.with_changes(value=cst.Call(
                 generated_function(site, "msmigrate_float"), [cst.Arg(arg.value)]))
@@ -680,7 +680,6 @@ def _compute_as_at_run_time(site, original: dict) -> bool:
             or not checked_at_run_time(site.rw) or arg is None or before is None \
             or kind(site.rw, before.value) is not None or not repeatable(arg.value):
         return False
-    from msmigrate.rules.transforms.torch_functions import generated_function
     kinds = {f"{k}_as": "@mindspore." + v for k, v in sorted(site.record.compute_as.items())}
     keywords = ", ".join(f"{k}={{{k}}}" for k in kinds)
     cast_in = generated_function(site, "msmigrate_kernel_input")
@@ -709,7 +708,6 @@ def _empty_result(site, original: dict) -> None:
     if arg is None or before is None or not checked_at_run_time(site.rw) \
             or not may_be_empty(site.rw, before.value) or not _call_free(arg.value):
         return
-    from msmigrate.rules.transforms.torch_functions import generated_function
     fill = generated_function(site, "msmigrate_empty_result")
     value = site.record.empty_result or site.record.empty_value
     tensor = arg.value

@@ -224,14 +224,13 @@ def inline_cases(cases: list[Case] | None = None) -> list[Case]:
     import worker
     built = {}
     for name, value in worker.inputs().items():
-        data = repr(value.tolist())
         if value.dtype == np.complex64:
             built[name] = f"torch.complex(torch.tensor({value.real.tolist()!r}), torch.tensor({value.imag.tolist()!r}))"
         elif value.size == 0:
             built[name] = f"torch.zeros({', '.join(map(str, value.shape))})"
         else:
             dtype = {np.int32: ", dtype=torch.int32", np.float64: ", dtype=torch.float64"}.get(value.dtype.type, "")
-            built[name] = f"torch.tensor({data}{dtype})"
+            built[name] = f"torch.tensor({value.tolist()!r}{dtype})"
     out = []
     for c in load_cases() if cases is None else cases:
         used = [n for n in SPECIAL_INPUTS if re.search(rf"(?<![\w.]){n}\b", c.code)]
