@@ -298,8 +298,13 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
         if usable and name == base:
             out[name] = ApiRecord(torch=qual, args=func.args[1:], positional=max(func.positional - 1, 0),
                                   transform="tensor_methods.as_function", source=path.name)
-        elif base != name and (usable or base in verified or base in by_method):
-            out[name] = ApiRecord(torch=qual, args=func.args[1:] if usable else ("*args",),
+        elif base != name and (usable or base in verified or f"torch.Tensor.{base}" in by_name):
+            # the out-of-place method's signature, so that `t.scatter_reduce_(..., reduce='sum')`
+            # binds as torch's method (a call that does not bind is taken for another object's)
+            method = by_name.get(f"torch.Tensor.{base}")
+            args, positional = (func.args[1:], 1) if usable else \
+                (method.args, method.positional) if method is not None else (("*args",), 1)
+            out[name] = ApiRecord(torch=qual, args=args, positional=positional,
                                   transform="tensor_methods.inplace", source=path.name)
         else:
             out[name] = ApiRecord(torch=qual, status="review", transform="tensor_methods.keep",

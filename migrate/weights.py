@@ -52,22 +52,28 @@ class KeyMapping:
     def ms_shape(self, shape: tuple) -> tuple:
         shape = tuple(shape)
         for change in self.layout:
-            axis = _unsqueeze_axis(change)
-            shape = shape[:axis] + (1,) + shape[axis:]
+            axis, rank = _unsqueeze_axis(change)
+            if rank is None or len(shape) == rank:
+                shape = shape[:axis] + (1,) + shape[axis:]
         return shape
 
 
-def _unsqueeze_axis(change: str) -> int:
-    kind, _, axis = change.partition(":")
-    if kind != "unsqueeze" or not axis.lstrip("-").isdigit():
+def _unsqueeze_axis(change: str) -> tuple[int, int | None]:
+    """"unsqueeze:AXIS" -> (AXIS, None); "unsqueeze:AXIS@RANK" (only arrays of torch rank RANK:
+    one key names a kernel or a vector) -> (AXIS, RANK)."""
+    kind, _, spec = change.partition(":")
+    axis, _, rank = spec.partition("@")
+    if kind != "unsqueeze" or not axis.lstrip("-").isdigit() or (rank and not rank.isdigit()):
         raise WeightMappingError(f"unknown layout change {change!r} in {RULES_PATH.name}")
-    return int(axis)
+    return int(axis), int(rank) if rank else None
 
 
 def _layout_op(change: str, arr, forward: bool):
     import numpy as np
 
-    axis = _unsqueeze_axis(change)
+    axis, rank = _unsqueeze_axis(change)
+    if rank is not None and arr.ndim != (rank if forward else rank + 1):
+        return arr
     if forward:
         return np.expand_dims(arr, axis)
     if arr.shape[axis] != 1:

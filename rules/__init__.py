@@ -43,10 +43,11 @@ INPLACE = "functional.write_back"
 OUT_TARGET = "functional.out_target"
 WRITE_OUT = "functional.write_out"
 
-# Array libraries whose objects have methods and attributes of torch's names computing their own
-# values (SciPy's sparse `m.multiply(o)`, `m.T`, NumPy's `a.dot(b)`): on a value visibly made by
-# one of them, these are left as written (msmigrate.foreign).
-ARRAY_LIBRARIES = frozenset({"numpy", "scipy", "pandas"})
+# Array and image libraries whose objects have methods and attributes of torch's names computing
+# their own values (SciPy's sparse `m.multiply(o)`, `m.T`, NumPy's `a.dot(b)`, PIL's
+# `img.resize((w, h))`): on a value visibly made by one of them, these are left as written
+# (msmigrate.foreign).
+ARRAY_LIBRARIES = frozenset({"numpy", "scipy", "pandas", "PIL", "cv2"})
 
 # Decorators that return the function they decorate (gradient modes): a function under one is
 # still called as written, so what its calls pass in is known (msmigrate.arguments).

@@ -214,3 +214,26 @@ def test_a_function_returning_its_argument_rebound_in_a_cycle_converts():
     source = ("import torch\n\n\ndef keep(n):\n    return n\n\n\ndef use(m):\n    return m\n\n\ndef run():\n"
               "    module = torch.nn.Linear(2, 2)\n    module = keep(module)\n    use(module)\n\n\nrun()\n")
     assert "nn.Dense(2, 2)" in convert_source(source, "f.py").code
+
+
+def test_image_library_values_keep_their_own_methods():
+    """PIL's `img.resize((w, h))` shares a torch Tensor method's name: a value visibly made by an
+    array or image library (rules.ARRAY_LIBRARIES) is left as written, unmarked."""
+    source = ("import torch\nfrom PIL import Image\nimport cv2\n\nimg = Image.open('a.png').convert('RGB')\n"
+              "img = img.resize((32, 32))\nframe = cv2.imread('b.png')\nsmall = frame.resize((8, 8))\n"
+              "t = torch.zeros(3)\n")
+    result = convert_source(source, "f.py")
+    assert "img = img.resize((32, 32))" in result.code and "small = frame.resize((8, 8))" in result.code
+    assert not result.diagnostics, result.diagnostics
+
+
+def test_an_in_place_method_binds_its_keywords_as_the_method_does():
+    """`t.scatter_reduce_(..., reduce='sum')`: the in-place record takes the out-of-place method's
+    signature (a call that did not bind was left as written, and raised in MindSpore)."""
+    source = ("import torch\nt = torch.zeros(3, 4)\ni = torch.tensor([[0, 1, 2, 0]])\ns = torch.ones(1, 4)\n"
+              "t.scatter_reduce_(0, i, s, reduce='sum')\nt.scatter_reduce_(dim=0, index=i, src=s, reduce='amax')\n"
+              "u = t.share_memory_()\n")
+    result = convert_source(source, "f.py")
+    assert "t[...] = ops.tensor_scatter_elements(t, i, (s if s.shape == i.shape" in result.code
+    assert "t[...] = msmigrate_scatter_reduce(t, 0, i, s, 'amax')" in result.code
+    assert "u = t\n" in result.code and "_(" not in result.code.split("u = t")[0].split("s = ops.ones")[1]

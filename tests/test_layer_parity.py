@@ -99,6 +99,18 @@ LAYERS = [
     case("nn.Linear(5, 3, bias=False)", x(2, 4, 5)),
     case("nn.Conv1d(3, 4, 3, padding=1)", x(2, 3, 10)),
     case("nn.Conv1d(4, 6, 3, stride=2, groups=2, bias=False)", x(2, 4, 11)),
+    # weight_norm / spectral_norm: the layer's weight recomputed from new parameters at each call
+    # (spectral_norm in eval mode: in train mode each call runs a power iteration step, and this
+    # harness calls the layer twice, for the outputs and for the gradients; train mode is
+    # fixtures/programs/weight_spectral_norm.py's)
+    case("nn.utils.weight_norm(nn.Conv1d(3, 4, 3, padding=1))", x(2, 3, 10)),
+    case("nn.utils.weight_norm(nn.Linear(5, 3), dim=None)", x(4, 5)),
+    case("nn.utils.weight_norm(nn.Conv1d(2, 3, 3), dim=-1)", x(2, 2, 5)),
+    case("nn.utils.parametrizations.weight_norm(nn.Conv2d(2, 3, 3), dim=1)", x(2, 2, 6, 6)),
+    case("nn.utils.spectral_norm(nn.Linear(5, 3))", x(4, 5), mode="eval"),
+    case("nn.utils.spectral_norm(nn.ConvTranspose1d(3, 2, 3), n_power_iterations=2)", x(2, 3, 6), mode="eval"),
+    case("nn.utils.spectral_norm(nn.Conv2d(2, 3, 3))", x(2, 2, 6, 6), mode="eval"),
+    case("nn.utils.parametrizations.spectral_norm(nn.Conv1d(2, 3, 3))", x(2, 2, 5), mode="eval"),
     case("nn.Conv2d(3, 4, 3)", x(2, 3, 9, 10)),
     case("nn.Conv2d(3, 4, (3, 5), 2, (1, 2), bias=False)", x(2, 3, 9, 10)),
     case("nn.Conv2d(4, 4, 3, padding='same', dilation=2, groups=2)", x(2, 4, 8, 8)),
@@ -124,6 +136,15 @@ LAYERS = [
     case("nn.Embedding(10, 4)", labels(10, 3, 5)),
     # the padding row gets no gradient, as torch's (msmigrate_Embedding; MindSpore's own trains it)
     case("nn.Embedding(10, 4, padding_idx=0)", labels(10, 3, 5)),
+    # EmbeddingBag: a 2-D input's rows are the bags, a 1-D one's runs start at offsets [0, 4, 8]
+    case("nn.EmbeddingBag(10, 4)", labels(10, 3, 5)),
+    case("nn.EmbeddingBag(10, 4, mode='sum', padding_idx=0)", labels(10, 3, 5)),
+    case("nn.EmbeddingBag(10, 4, mode='max')", labels(10, 12), const(4, 3), call="m(xs[0], xs[1].cumsum(0) - xs[1])"),
+    case("nn.EmbeddingBag(10, 4, mode='sum')", labels(10, 12), const(4, 3), x(12),
+         call="m(xs[0], xs[1].cumsum(0) - xs[1], xs[2])"),
+    case("nn.EmbeddingBag(10, 4, include_last_offset=True, padding_idx=2)", labels(10, 12), const(4, 4),
+         call="m(xs[0], xs[1].cumsum(0) - xs[1])"),
+    case("F.embedding_bag(x0, x1, x2.cumsum(0) - x2, mode='sum')", labels(10, 12), x(10, 4), const(4, 3)),
     case("nn.Embedding.from_pretrained(torch.ones(6, 3), freeze=False)", labels(6, 2, 5)),
     case("nn.Dropout(0.3)", x(2, 3), mode="eval"),
     case("nn.Dropout(0.3)", x(64, 64), dropout_p=0.3),
@@ -633,7 +654,7 @@ def run_case(index: int, c: dict, tmod, mmod) -> dict:
                                  f"torch only {sorted(extra)}")
         state = t_fn.state_dict()
         for key, m in mapping.items():
-            arr = np.ascontiguousarray(m.to_ms(state[key].detach().numpy()))
+            arr = np.array(m.to_ms(state[key].detach().numpy()), order="C")   # 0-d stays 0-d
             if tuple(arr.shape) != tuple(m_params[m.ms_key].shape):
                 raise AssertionError(f"{key} {arr.shape} -> {m.ms_key} {tuple(m_params[m.ms_key].shape)}")
             m_params[m.ms_key].set_data(ms.Tensor(arr))

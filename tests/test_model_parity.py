@@ -283,6 +283,26 @@ def test_rnn_cells_without_a_state_and_layers_mindspore_lacks_train_like_torch(t
 
 
 @pytest.mark.framework
+def test_embedding_bag_text_classifier_trains_like_torch(tmp_path):
+    """nn.EmbeddingBag over a batch's concatenated token ids and their offsets (was unsupported):
+    msmigrate_EmbeddingBag inside the compiled step, its table still `weight` for the init code.
+    Fixed weights and data: torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "text_embedding_bag.py", tmp_path, 4)
+    assert "msmigrate_EmbeddingBag(vocab, dim)" in code and "@ms.jit" in code
+
+
+@pytest.mark.framework
+def test_weight_and_spectral_normalised_layers_train_like_torch(tmp_path):
+    """weight_norm convolutions in a TCN block, spectral_norm (nn.utils and parametrizations)
+    linear layers: each weight recomputed from its parameters at every forward, the power
+    iteration advancing weight_u/weight_v inside the compiled step, eval mode reading them.
+    Were unsupported (weight_norm, spectral_norm) or left to torch (parametrizations). Fixed
+    weights and data: torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "weight_spectral_norm.py", tmp_path, 5)
+    assert "msmigrate_weight_norm(nn.Conv1d(" in code and "warmup=15" in code and "@ms.jit" in code
+
+
+@pytest.mark.framework
 def test_floating_functions_of_loaded_integer_and_bool_data_compute_like_torch(tmp_path):
     """Top-level code over arrays loaded from .npy files (dtypes the source does not show):
     rsqrt/log of int64 counts, sigmoid of a bool mask, exp of the loss (torch computes them in

@@ -30,6 +30,11 @@ CLASSES = {"": "x.Net", "features": "torch.nn.Sequential", "features.0": "torch.
     ("enc.norm1.weight", "enc.norm1.gamma", ()),
     ("enc.self_attn.in_proj_weight", "enc.self_attn.in_proj_weight", ()),
     ("bn3.running_mean", "bn3.bn2d.moving_mean", ()),
+    # weight_norm / spectral_norm parameters keep torch's names; the parametrizations' map to them
+    ("features.0.weight_g", "features.0.weight_g", ("unsqueeze:2@3",)),
+    ("features.0.parametrizations.weight.original1", "features.0.weight_v", ("unsqueeze:2@3",)),
+    ("features.0.parametrizations.weight.0._u", "features.0.weight_u", ()),
+    ("enc.linear1.parametrizations.weight.original0", "enc.dense1.weight_g", ()),
 ])
 def test_map_key_walks_owners_innermost_first(key, ms_key, layout):
     assert map_key(key, CLASSES, load_rules()) == KeyMapping(key, ms_key, layout)
@@ -44,6 +49,18 @@ def test_dropped_keys_and_layout_round_trip():
     assert np.array_equal(m.to_torch(m.to_ms(w)), w)
     with pytest.raises(WeightMappingError):
         m.to_torch(np.zeros((2, 3, 2, 4)))
+
+
+def test_a_layout_for_one_rank_leaves_other_arrays_alone():
+    """Conv1d's weight_v is its kernel under weight_norm (3-d: gets MindSpore's extra axis) and a
+    vector under spectral_norm (kept); weight_g is 0-d for dim=None."""
+    kept, _ = map_keys(["features.0.weight_v", "features.0.weight_g"], CLASSES)
+    v, g = kept["features.0.weight_v"], kept["features.0.weight_g"]
+    kernel, vector = np.ones((2, 3, 4), np.float32), np.ones(12, np.float32)
+    assert v.to_ms(kernel).shape == (2, 3, 1, 4) == v.ms_shape(kernel.shape)
+    assert v.to_ms(vector).shape == (12,) == v.ms_shape(vector.shape)
+    assert np.array_equal(v.to_torch(v.to_ms(kernel)), kernel) and v.to_torch(vector).shape == (12,)
+    assert g.to_ms(np.float32(2.0)).shape == () and g.ms_shape(()) == ()
 
 
 def test_infer_against_uses_the_target_network_to_resolve_classes():

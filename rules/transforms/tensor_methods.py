@@ -445,12 +445,18 @@ def leading_src(site, src, index):
 
 @torch_method
 def scatter_reduce(site):
-    """reduce='sum' (including the receiver's own values, torch's default) is a scatter-add."""
+    """reduce='sum' (including the receiver's own values, torch's default) is a scatter-add; the
+    other reductions are msmigrate_scatter_reduce (rules/generated/functions.py)."""
     if not all(site.has(n) for n in ("dim", "index", "src", "reduce")):
         raise Unconvertible("scatter_reduce() needs dim, index, src and reduce")
     if _literal(site, "reduce") != "sum" or _literal(site, "include_self", True) is not True:
-        raise Unconvertible("scatter_reduce(): only reduce='sum' with include_self=True has a "
-                            "MindSpore equivalent (ops.tensor_scatter_elements(..., 'add'))")
+        from msmigrate.rules.transforms.torch_functions import generated_function
+        parts = dict(f=generated_function(site, "msmigrate_scatter_reduce"), r=site.receiver,
+                     d=site.arg("dim"), i=site.arg("index"), s=site.arg("src"), red=site.arg("reduce"))
+        if site.has("include_self"):
+            return site.expr("{f}({r}, {d}, {i}, {s}, {red}, include_self={x})", x=site.arg("include_self"),
+                             **parts)
+        return site.expr("{f}({r}, {d}, {i}, {s}, {red})", **parts)
     return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
                      r=site.receiver, i=site.arg("index"),
                      s=leading_src(site, site.arg("src"), site.arg("index")), d=site.arg("dim"))
@@ -611,7 +617,19 @@ def requires_grad_(site):
 
 
 # ---- in-place methods ----------------------------------------------------------------------------
-SHAPE_CHANGING = {"unsqueeze_", "squeeze_", "t_", "transpose_"}
+SHAPE_CHANGING = {"unsqueeze_", "squeeze_", "t_", "transpose_", "swapaxes_", "swapdims_", "resize_", "resize_as_"}
+
+
+def _resized(site) -> cst.BaseExpression:
+    """`t.resize_(2, 6)` / `t.resize_as_(u)`: t's first elements in the new shape
+    (msmigrate_resize; the elements torch adds are uninitialised, zeros there). Not `t.resize()`:
+    PIL's and NumPy's resize share the name."""
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    size = site.expr("{u}.shape", u=site.arg("the_template")) if site.record.method_name == "resize_as_" \
+        else site.arg("sizes")
+    if size is None:
+        raise Unconvertible(f"{site.record.method_name}() without a size")
+    return site.expr("{f}({t}, {s})", f=generated_function(site, "msmigrate_resize"), t=_target(site.receiver), s=size)
 
 
 def _random_fill(site, method: str, x: cst.BaseExpression) -> cst.BaseExpression:
@@ -777,7 +795,7 @@ def inplace(site):
     # `y = t.abs_()` / `return t.abs_()`: t is written first, then its value is the call's
     value_of_statement = not statement and _whole_value(site)
     if method in SHAPE_CHANGING:
-        value = _convert_as(site, method[:-1])
+        value = _resized(site) if method.startswith("resize") else _convert_as(site, method[:-1])
         if statement and isinstance(target, (cst.Name, cst.Attribute)):
             return _replace_statement(site, site.stmt("{t} = {v}\n", t=target, v=value))
         if value_of_statement and isinstance(target, cst.Name):
