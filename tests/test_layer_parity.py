@@ -178,6 +178,7 @@ LAYERS = [
     case("nn.AvgPool3d(2, stride=1)", x(1, 2, 4, 5, 5)),
     case("nn.LPPool1d(2, 3, 2)", x(2, 3, 10)),
     case("nn.LPPool2d(2, 2)", x(2, 3, 6, 6)),
+    case("nn.LPPool3d(2, 2)", pos(1, 2, 4, 4, 4)),
     case("nn.AdaptiveAvgPool1d(3)", x(2, 3, 9)),
     case("nn.AdaptiveMaxPool1d(3)", x(2, 3, 9)),
     case("nn.AdaptiveAvgPool3d((2, 3, 2))", x(1, 2, 4, 6, 5)),

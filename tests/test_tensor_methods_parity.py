@@ -423,6 +423,8 @@ CASES = [
      "return x.scatter_reduce(1, idx, s, 'mean', include_self=False)"),
     ("scatter_reduce:prod", "x=f(3,4), idx=i(2,4,hi=3), s=f(3,5)", "return x.scatter_reduce(0, idx, s, 'prod')"),
     # in-place forms: torch's keywords bind; the shape-changing ones rebind the name
+    ("scatter:multiply", "x=f(3,4), idx=i(3,2,hi=4), s=f(3,2)", "return x.scatter(1, idx, s, reduce='multiply')"),
+    ("scatter:multiply_value", "x=f(3,4), idx=i(3,2,hi=4)", "return x.scatter(1, idx, 2.0, reduce='multiply')"),
     ("scatter_reduce_", "x=f(3,4), idx=i(3,5,hi=4), s=f(3,5)",
      "x.scatter_reduce_(1, idx, s, reduce='amin', include_self=False)\nreturn x"),
     ("swapdims_", "x=f(3,4)", "x.swapdims_(0, 1)\nreturn x * 2"),
@@ -593,7 +595,6 @@ FLAGGED = [
     ("unique:inverse", "x=i(8)", "return x.unique(return_inverse=True)", "MSC102"),
     ("random_", "x=f(3,4)", "x.random_(0, 10)", "MSC103"),
     ("norm:nuc", "x=f(3,4)", "return x.norm(p='nuc')", "MSC102"),
-    ("scatter:multiply", "x=f(3,4), idx=i(3,2,hi=4), s=f(3,2)", "return x.scatter(1, idx, s, reduce='multiply')", "MSC102"),
 ]
 
 # MindSpore returns int32 indices where torch returns int64 (values and usage in indexing agree).

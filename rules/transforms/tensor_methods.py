@@ -385,7 +385,8 @@ def index_fill(site):
 
 @torch_method
 def scatter(site):
-    """Tensor.scatter ignores `reduce`: reduce='add' -> ops.tensor_scatter_elements(..., 'add')."""
+    """MindSpore's Tensor.scatter ignores `reduce`: reduce='add' -> ops.tensor_scatter_elements(...,
+    'add'), 'multiply' -> msmigrate_scatter_reduce(..., 'prod')."""
     if not site.has("reduce"):
         value = site.arg("src")
         if value is not None and _is_number(value) and isinstance(_value(value), int):
@@ -403,17 +404,17 @@ def scatter(site):
             site.bound["src"] = site.bound["src"].with_changes(value=leading_src(site, value, site.arg("index")))
         return site.node.with_changes(args=site.standard_args())
     reduce = _literal(site, "reduce")
-    if reduce != "add":
-        raise Unconvertible(f"scatter(reduce={site.code(site.arg('reduce'))}): only 'add' has a "
-                            f"MindSpore equivalent")
+    if reduce not in ("add", "multiply"):
+        raise Unconvertible(f"scatter(reduce={site.code(site.arg('reduce'))}): torch takes 'add' or "
+                            f"'multiply'")
     src = site.arg("src")
     if src is None:
         raise Unconvertible("scatter(reduce=) needs a src tensor")
     if _is_number(src):
         src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full_like",
                         i=site.arg("index"), v=src, r=site.receiver)
-    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
-                     r=site.receiver, i=site.arg("index"), s=src, d=site.arg("dim"))
+    # every element sent to a position multiplies it: scatter_reduce's 'prod'
+    return _scatter_added(site, src, "prod" if reduce == "multiply" else "sum")
 
 
 def _is_number(node) -> bool:
@@ -427,9 +428,20 @@ def _is_number(node) -> bool:
 def scatter_add(site):
     if not (site.has("dim") and site.has("index") and site.has("src")):
         raise Unconvertible("scatter_add() needs dim, index and src")
-    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
-                     r=site.receiver, i=site.arg("index"),
-                     s=leading_src(site, site.arg("src"), site.arg("index")), d=site.arg("dim"))
+    return _scatter_added(site, site.arg("src"))
+
+
+def _scatter_added(site, src, reduce: str = "sum") -> cst.BaseExpression:
+    """The receiver with `src` scattered onto it along dim at index, added (or reduced by
+    `reduce`): ops.tensor_scatter_elements(..., 'add') where src and index can be written twice
+    (leading_src), else msmigrate_scatter_reduce (which reads src's leading block itself)."""
+    index = site.arg("index")
+    if reduce == "sum" and (_is_number(src) or (repeatable(src) and repeatable(index))):
+        return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
+                         r=site.receiver, i=index, s=leading_src(site, src, index), d=site.arg("dim"))
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    return site.expr("{f}({r}, {d}, {i}, {s}, {red})", f=generated_function(site, "msmigrate_scatter_reduce"),
+                     r=site.receiver, d=site.arg("dim"), i=index, s=src, red=cst.SimpleString(repr(reduce)))
 
 
 def leading_src(site, src, index):
@@ -449,17 +461,14 @@ def scatter_reduce(site):
     other reductions are msmigrate_scatter_reduce (rules/generated/functions.py)."""
     if not all(site.has(n) for n in ("dim", "index", "src", "reduce")):
         raise Unconvertible("scatter_reduce() needs dim, index, src and reduce")
-    if _literal(site, "reduce") != "sum" or _literal(site, "include_self", True) is not True:
-        from msmigrate.rules.transforms.torch_functions import generated_function
-        parts = dict(f=generated_function(site, "msmigrate_scatter_reduce"), r=site.receiver,
-                     d=site.arg("dim"), i=site.arg("index"), s=site.arg("src"), red=site.arg("reduce"))
-        if site.has("include_self"):
-            return site.expr("{f}({r}, {d}, {i}, {s}, {red}, include_self={x})", x=site.arg("include_self"),
-                             **parts)
-        return site.expr("{f}({r}, {d}, {i}, {s}, {red})", **parts)
-    return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
-                     r=site.receiver, i=site.arg("index"),
-                     s=leading_src(site, site.arg("src"), site.arg("index")), d=site.arg("dim"))
+    if _literal(site, "reduce") == "sum" and _literal(site, "include_self", True) is True:
+        return _scatter_added(site, site.arg("src"))
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    parts = dict(f=generated_function(site, "msmigrate_scatter_reduce"), r=site.receiver,
+                 d=site.arg("dim"), i=site.arg("index"), s=site.arg("src"), red=site.arg("reduce"))
+    if site.has("include_self"):
+        return site.expr("{f}({r}, {d}, {i}, {s}, {red}, include_self={x})", x=site.arg("include_self"), **parts)
+    return site.expr("{f}({r}, {d}, {i}, {s}, {red})", **parts)
 
 
 @torch_method
