@@ -57,6 +57,8 @@ DATA_PARALLEL = {"torch.nn.parallel.DistributedDataParallel",
                  "torch.nn.parallel.distributed.DistributedDataParallel"}
 _BUILTINS = {"tuple", "list", "len", "int", "float", "range", "zip", "enumerate", "min", "max", "abs",
              "round", "sum", "map", "isinstance", "next", "iter"}
+# a tensor's size queries: numbers, whatever tensor (`X.size(0)` of the dataset in a batch's bounds)
+_SIZE_QUERIES = {"size", "dim", "numel", "nelement", "ndimension"}
 
 
 def _call_of(stmt) -> cst.Call | None:
@@ -1724,6 +1726,17 @@ class TrainingLoopPass(PathTransformer):
             blocks = [stmt.body, *(h.body for h in stmt.handlers), *(b.body for b in (stmt.orelse, stmt.finalbody) if b)]
             return all(isinstance(b, cst.IndentedBlock) and all(self._prepares_data(s, leaves) for s in b.body)
                        for b in blocks)
+        if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+            # `if i + bs > n: x, y = X[i:], Y[i:]` / `else: x, y = X[i:i + bs], ...`: a batch a
+            # branch chooses (inside the step, every branch would slice the whole dataset there)
+            branches = [stmt.body.body]
+            orelse = stmt.orelse
+            if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
+                branches.append(orelse.body.body)
+            elif isinstance(orelse, cst.If):
+                branches.append([orelse])
+            return self._prepares_data(cst.SimpleStatementLine([cst.Expr(stmt.test)]), leaves) and \
+                all(self._prepares_data(s, leaves) for block in branches for s in block)
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
         loop = self.loops[-1][0] if self.loops[-1] else None
@@ -1757,6 +1770,9 @@ class TrainingLoopPass(PathTransformer):
                     return
                 if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
                     return   # a method of a call's result (`torch.zeros(n).fill_(1.0)`): that call decides
+                if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_QUERIES \
+                        and isinstance(func.value, cst.Name) and func.value.value not in leaves:
+                    return   # `X.size(0)` of the dataset: a number
                 if isinstance(func, cst.Attribute):
                     root = func.value
                     while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
@@ -2055,6 +2071,9 @@ class TrainingLoopPass(PathTransformer):
         """Scan the statements after backward. Returns a dict describing the update or None."""
         clips, rest = [], []
         for i, stmt in enumerate(post):
+            if isinstance(stmt, cst.If) and (self._clip_region(stmt, scaler) or (None,))[0] is not None:
+                clips.append(stmt)   # `if args.clip > 0: clip_grad_norm_(...)`: clipped under that test
+                continue
             call = _call_of(stmt)
             if call is not None:
                 q = self._q(call.func)
@@ -2572,11 +2591,13 @@ class TrainingLoopPass(PathTransformer):
         holders = {o: self._holder_scan.by_name.get(o, set()) for o in opts}
         whole, own = [], {}
         for clip in step["clips"]:
-            call = _call_of(clip)
-            first = call.args[0].value if call.args else None
-            roots = _ParameterHolders._roots(first) if first is not None else set()
-            if isinstance(first, cst.Name) and first.value in self._holder_scan.by_name:
-                roots |= self._holder_scan.by_name[first.value]
+            calls = [_call_of(c) for c in (self._clip_region(clip, None)[1] if isinstance(clip, cst.If) else [clip])]
+            roots = set()
+            for call in calls:
+                first = call.args[0].value if call.args else None
+                roots |= _ParameterHolders._roots(first) if first is not None else set()
+                if isinstance(first, cst.Name) and first.value in self._holder_scan.by_name:
+                    roots |= self._holder_scan.by_name[first.value]
             mine = [o for o in opts if roots and holders[o] and roots <= holders[o]]
             if len(mine) == 1:
                 own.setdefault(mine[0], []).append(clip)
@@ -2717,6 +2738,12 @@ class TrainingLoopPass(PathTransformer):
     def _clip_lines(self, clips: list) -> tuple[list[str], list[str]]:
         out, norms = [], []
         for stmt in clips:
+            if isinstance(stmt, cst.If):   # a conditional clip: the same test, in the step
+                test, inner = self._clip_region(stmt, None)
+                lines, inner_norms = self._clip_lines(inner)
+                out += [f"if {self._code(test)}:"] + ["    " + line for line in lines]
+                norms += inner_norms
+                continue
             call = _call_of(stmt)
             q = self._q(call.func)
             args = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(call.args)}

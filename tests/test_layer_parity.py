@@ -293,7 +293,7 @@ ACTIVATIONS = [
     case("nn.ELU(alpha=1.0)", x(4, 5)),
     case("nn.CELU(2.0)", x(4, 5)),
     # forward only: MindSpore's SeLU gradient is wrong for x <= 0 (the record says so)
-    case("nn.SELU()", x(4, 5), input_grads=False),
+    case("nn.SELU()", x(4, 5)),   # msmigrate_SELU: MindSpore's SeLU gradient is wrong for x <= 0
     case("nn.Hardtanh(-0.5, 0.7)", x(4, 5)),
     case("nn.Hardshrink(0.3)", x(4, 5)),
     case("nn.Softshrink()", x(4, 5)),
@@ -375,7 +375,7 @@ FUNCTIONAL = [
     case("F.softplus(x0, beta=2, threshold=3)", x(4, 5)),
     case("F.threshold(x0, 0.2, -1.0)", x(4, 5)),
     case("F.glu(x0, dim=0)", x(4, 5)),
-    case("F.selu(x0)", x(4, 5), input_grads=False),  # MindSpore's SeLU gradient is wrong (record says so)
+    case("F.selu(x0)", x(4, 5)),
     case("F.prelu(x0, x1)", x(2, 3, 4), pos(3)),
     case("F.softmax(x0, dim=1)", x(3, 4, 5)),
     case("F.softmax(x0, 0)", x(3, 4, 5)),

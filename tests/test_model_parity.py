@@ -283,6 +283,20 @@ def test_rnn_cells_without_a_state_and_layers_mindspore_lacks_train_like_torch(t
 
 
 @pytest.mark.framework
+def test_a_batch_chosen_by_a_branch_and_a_conditional_clip_train_like_torch(tmp_path):
+    """TCN's loop: `if i + bs > X.size(0): x, y = X[i:], ... else: ...` stays before the step
+    (it was moved into it, fed the rest of the dataset every iteration), and `if args.clip > 0:
+    clip_grad_norm_(...)` clips inside the step under the same test (it was left to torch, and
+    the file stopped at its top); `getattr(optim, args.optim)` gives the converted Adam
+    (msmigrate_TorchOptim). Fixed weights and data: torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "batch_branch_conditional_clip.py", tmp_path, 3)
+    assert "getattr(msmigrate_TorchOptim(), args.optim)" in code
+    step = code.split("def train_step")[1].split("def train(")[0]
+    assert "if args.clip > 0:\n        grads = ops.clip_by_global_norm(grads, args.clip)" in step
+    assert "X_train[i:]" not in step and "def train_step(x, y)" in code
+
+
+@pytest.mark.framework
 def test_embedding_bag_text_classifier_trains_like_torch(tmp_path):
     """nn.EmbeddingBag over a batch's concatenated token ids and their offsets (was unsupported):
     msmigrate_EmbeddingBag inside the compiled step, its table still `weight` for the init code.

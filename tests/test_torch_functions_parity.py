@@ -277,6 +277,8 @@ CASES: dict[str, list] = {
     "torch.zeros_like": ["torch.zeros_like(ia)"],
     "torch.empty": ["torch.empty(2, 3).shape", "torch.empty((2, 3), dtype=torch.int64).dtype == torch.int64"],
     "torch.empty_strided": ["torch.empty_strided((2, 3), (1, 2)).shape", "torch.empty_strided((2, 3), (3, 1), dtype=torch.float64).dtype == torch.float64"],
+    "torch.empty_permuted": ["torch.empty_permuted((2, 3, 4), (0, 2, 1)).shape",
+                             "torch.empty_permuted((2, 3), (1, 0), dtype=torch.int64).dtype == torch.int64"],
     "torch.as_strided": ["torch.as_strided(a, (2, 2), (1, 2))", "torch.as_strided(a, (3,), (2,), 1)"],
     "torch.frombuffer": ["torch.frombuffer(bytearray(np.arange(6, dtype=np.float32).tobytes()), dtype=torch.float32)"],
     "torch.empty_like": ["torch.empty_like(a).shape"],

@@ -52,7 +52,8 @@ SAME_DTYPE_METHODS = {"reshape", "view", "flatten", "t", "transpose", "permute",
                       "absolute", "neg", "negative", "roll", "tril", "triu", "tile", "fliplr", "flipud",
                       "masked_fill", "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes",
                       "swapdims", "expand_as", "view_as", "reshape_as", "unflatten", "index_select",
-                      "repeat_interleave", "rot90", "take", "index_fill", "index_copy", "scatter", "put"}
+                      "repeat_interleave", "rot90", "take", "index_fill", "index_copy", "scatter", "put",
+                      "mean", "nanmean", "clamp", "clip", "round", "floor", "ceil", "trunc", "sign"}
 # ... and these when called without arguments (with a dim, max/min return (values, indices))
 WHOLE_SAME_DTYPE_METHODS = {"max", "min", "amax", "amin", "median"}
 # Tensor methods of an integer result, of a bool result; reductions accumulating in int64 for
@@ -575,7 +576,9 @@ def promote(site, original: dict) -> None:
     marked where the argument's dtype is not visible."""
     for name, why in site.record.dtype_review.items():
         before = original.get(name)
-        if before is not None and kind(site.rw, before.value) in (None, "complex"):
+        found = kind(site.rw, before.value) if before is not None else "float"
+        if found == "complex" or (found is None and not (name in site.record.promote and checked_at_run_time(site.rw))):
+            # (in top-level code msmigrate_float below casts an integer/bool tensor when it runs)
             site.flag("review", f"{site.qualname}: {why}")
     for name in site.record.promote:
         arg, before = site.bound.get(name), original.get(name)

@@ -129,6 +129,16 @@ def adam(site):
     return site.call(fused, args)
 
 
+def namespace(site):
+    """torch.optim as a value (`getattr(torch.optim, args.optim)`): msmigrate_TorchOptim(), whose
+    attributes are the classes torch's optimizers convert to."""
+    cls = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam",
+                         "msmigrate_TorchOptim")
+    if site.is_call:
+        raise Unconvertible("torch.optim called")
+    return cst.Call(cls, [])
+
+
 def lbfgs(site):
     """torch LBFGS -> msmigrate_LBFGS (rules/generated/optimizers.py), torch's algorithm over the
     Parameters; the closure handed to its step() is converted by rules/training_loop.py."""

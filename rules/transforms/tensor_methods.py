@@ -686,6 +686,9 @@ def _out_of_place(site, x: cst.BaseExpression, scalar_ok: bool) -> cst.BaseExpre
         return _random_fill(site, method, x)
     if method == "fill_diagonal_":
         return _fill_diagonal(site, x)
+    if method == "bernoulli_":   # in place, p defaults to 0.5 (x.bernoulli() draws with x's values)
+        return site.expr("({f}({x}) < {p}).astype({x}.dtype)", f="@mindspore.ops.rand_like", x=x,
+                         p=site.arg("p", cst.Float("0.5")))
     if method == "relu_":
         return site.expr("{f}({x})", f="@mindspore.ops.relu", x=x)
     if method in ("clamp_min_", "clamp_max_"):
