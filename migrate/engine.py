@@ -118,7 +118,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
     from msmigrate.rules import ARRAY_LIBRARIES
-    ctx.foreign = foreign_receivers(ctx.module, names.imports, ARRAY_LIBRARIES)
+    ctx.foreign, ctx.numpy_indices = foreign_receivers(ctx.module, names.imports, ARRAY_LIBRARIES)
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
@@ -152,6 +152,8 @@ class FileContext:
     input_gradients: set = field(default_factory=set)
     # ids of receivers holding another array library's value (msmigrate.foreign): not tensors
     foreign: set = field(default_factory=set)
+    # ids of NumPy scalars indexing another value (`mask[i, p[0]]`): made Python ints
+    numpy_indices: set = field(default_factory=set)
 
     def statements_naming(self, words) -> Callable[[cst.CSTNode], bool]:
         """A test for original statements: False only when none of `words` occurs as an
@@ -1100,6 +1102,12 @@ class Rewriter(cst.CSTTransformer):
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if _is_type_test(node):
             self.type_checks += 1
+
+    def leave_Index(self, original, updated):
+        # `mask[i, p[0]]` with p a NumPy array: MindSpore's indexing rejects a NumPy integer
+        if id(original.value) in self.ctx.numpy_indices:
+            return updated.with_changes(value=cst.Call(cst.Name("int"), [cst.Arg(updated.value)]))
+        return updated
 
     def leave_Comparison(self, original, updated):
         if _is_type_test(original):

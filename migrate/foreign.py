@@ -23,13 +23,16 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 _MAX_ROUNDS = 4
 
 
-def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries: Iterable[str]) -> set[int]:
+def foreign_receivers(module: cst.Module, imports: Mapping[str, str],
+                      libraries: Iterable[str]) -> tuple[set[int], set[int]]:
     """Ids of the expressions of `module` that are receivers (`X` in `X.attr`, `X.method()`)
-    holding a value of one of `libraries` (top-level package names)."""
+    holding a value of one of `libraries` (top-level package names); and ids of the index
+    expressions `p[0]` of such a value (a NumPy scalar) used to index a value that is not one
+    (`mask[i, p[0]] = 1`: MindSpore's tensor indexing rejects NumPy integers, torch's takes them)."""
     libs = frozenset(libraries)
     own = {name for name, q in imports.items() if q.split(".")[0] in libs}
     if not own:
-        return set()
+        return set(), set()
     analysis = _Analysis(module, own)
     facts: dict[tuple[str, str], bool] = {}
     for _ in range(_MAX_ROUNDS):
@@ -38,7 +41,7 @@ def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries:
         if new == facts:
             break
         facts = new
-    return analysis.receivers
+    return analysis.receivers, analysis.scalar_indices
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:
@@ -89,6 +92,7 @@ class _Analysis:
     def __init__(self, module: cst.Module, own: set[str]) -> None:
         self.module, self.own = module, own
         self.receivers: set[int] = set()
+        self.scalar_indices: set[int] = set()
         self.defs: dict[str, list[cst.FunctionDef]] = {}
         self.refs: dict[str, int] = {}   # name -> its Name nodes other than callees (the def's own is one)
         self._callees: set[int] = set()
@@ -143,6 +147,7 @@ class _Analysis:
     def run(self, facts) -> None:
         self.facts = facts
         self.receivers = set()
+        self.scalar_indices = set()
         self.calls = {}
         self._block(self.module.body, {})
 
@@ -259,6 +264,16 @@ class _Analysis:
             def visit_Attribute(self, n):
                 if outer._foreign(n.value, env):
                     outer.receivers.add(id(n.value))
+
+            def visit_Subscript(self, n):
+                if outer._foreign(n.value, env):
+                    return
+                for element in n.slice:   # `p[0]` of a NumPy array: one element, a NumPy scalar
+                    index = element.slice.value if isinstance(element.slice, cst.Index) else None
+                    if isinstance(index, cst.Subscript) and outer._foreign(index.value, env) and all(
+                            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Integer)
+                            for e in index.slice):
+                        outer.scalar_indices.add(id(index))
 
             def visit_Call(self, n):
                 if isinstance(n.func, cst.Name) and n.func.value in outer.defs:

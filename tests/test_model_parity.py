@@ -297,6 +297,14 @@ def test_a_batch_chosen_by_a_branch_and_a_conditional_clip_train_like_torch(tmp_
 
 
 @pytest.mark.framework
+def test_numpy_integers_index_tensors_like_torch(tmp_path):
+    """`X_mask[i, 0, positions[0]] = 1` with positions from np.random.choice (TCN's data
+    generator): MindSpore's indexing raised IndexError on the NumPy integer. Torch's lines."""
+    code = _prints_torchs_lines(FIXTURES / "programs" / "numpy_scalar_indices.py", tmp_path, 1)
+    assert "X_mask[i, 0, int(positions[0])] = 1" in code and "arr[np.array([1, 2])[0]]" in code
+
+
+@pytest.mark.framework
 def test_embedding_bag_text_classifier_trains_like_torch(tmp_path):
     """nn.EmbeddingBag over a batch's concatenated token ids and their offsets (was unsupported):
     msmigrate_EmbeddingBag inside the compiled step, its table still `weight` for the init code.
