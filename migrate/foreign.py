@@ -10,7 +10,9 @@ of one, an operation on foreign values and literals), until it is bound otherwis
 bound inside a loop, a try or a nested scope is unknown there and after. A parameter holds one
 when every call of its function in the file passes one (iterated to a fixpoint); a function
 used other than by calls by its name gets no such fact. Read on the module the table pass
-visits: the result is the set of ids of the receiver expressions (`X` in `X.attr`)."""
+visits: the result is the set of ids of the receiver expressions (`X` in `X.attr`), and of the
+elements of such values (`p[0]`) that index another value (a NumPy integer, which MindSpore's
+tensor indexing rejects: the engine makes it `int(p[0])`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
