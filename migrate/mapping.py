@@ -302,8 +302,11 @@ def _passthrough(path: Path, by_name: dict[str, ApiRecord],
             # the out-of-place method's signature, so that `t.scatter_reduce_(..., reduce='sum')`
             # binds as torch's method (a call that does not bind is taken for another object's)
             method = by_name.get(f"torch.Tensor.{base}")
-            args, positional = (func.args[1:], 1) if usable else \
-                (method.args, method.positional) if method is not None else (("*args",), 1)
+            args, positional = ("*args",), 1
+            if usable:
+                args = func.args[1:]
+            elif method is not None:
+                args, positional = method.args, method.positional
             out[name] = ApiRecord(torch=qual, args=args, positional=positional,
                                   transform="tensor_methods.inplace", source=path.name)
         else:

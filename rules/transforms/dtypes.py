@@ -576,9 +576,12 @@ def promote(site, original: dict) -> None:
     marked where the argument's dtype is not visible."""
     for name, why in site.record.dtype_review.items():
         before = original.get(name)
-        found = kind(site.rw, before.value) if before is not None else "float"
-        if found == "complex" or (found is None and not (name in site.record.promote and checked_at_run_time(site.rw))):
-            # (in top-level code msmigrate_float below casts an integer/bool tensor when it runs)
+        if before is None:
+            continue
+        found = kind(site.rw, before.value)
+        # (in top-level code msmigrate_float below casts an integer/bool tensor when it runs)
+        cast_when_run = name in site.record.promote and checked_at_run_time(site.rw)
+        if found == "complex" or (found is None and not cast_when_run):
             site.flag("review", f"{site.qualname}: {why}")
     for name in site.record.promote:
         arg, before = site.bound.get(name), original.get(name)

@@ -132,10 +132,10 @@ def adam(site):
 def namespace(site):
     """torch.optim as a value (`getattr(torch.optim, args.optim)`): msmigrate_TorchOptim(), whose
     attributes are the classes torch's optimizers convert to."""
-    cls = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam",
-                         "msmigrate_TorchOptim")
     if site.is_call:
         raise Unconvertible("torch.optim called")
+    cls = generated_text(site.rw.imports, "optimizers", "msmigrate_l2", "msmigrate_adam_step", "msmigrate_Adam",
+                         "msmigrate_TorchOptim")
     return cst.Call(cls, [])
 
 

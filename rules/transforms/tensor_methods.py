@@ -16,6 +16,7 @@ from msmigrate.engine import Unconvertible, creates_cell
 from msmigrate.rules.bare_tensors import requires_grad_call
 from msmigrate.rules.generated import cells
 from msmigrate.rules.transforms.common import fixed_answer, repeatable
+from msmigrate.rules.transforms.torch_functions import generated_function
 
 DTYPE_NAMES = {
     "float32", "float", "float64", "double", "float16", "half", "bfloat16", "int8", "int16",
@@ -414,7 +415,7 @@ def scatter(site):
         src = site.expr("{f}({i}, {v}, dtype={r}.dtype)", f="@mindspore.ops.full_like",
                         i=site.arg("index"), v=src, r=site.receiver)
     # every element sent to a position multiplies it: scatter_reduce's 'prod'
-    return _scatter_added(site, src, "prod" if reduce == "multiply" else "sum")
+    return _scatter_added(site, src, cst.SimpleString("'prod'") if reduce == "multiply" else None)
 
 
 def _is_number(node) -> bool:
@@ -431,17 +432,21 @@ def scatter_add(site):
     return _scatter_added(site, site.arg("src"))
 
 
-def _scatter_added(site, src, reduce: str = "sum") -> cst.BaseExpression:
-    """The receiver with `src` scattered onto it along dim at index, added (or reduced by
-    `reduce`): ops.tensor_scatter_elements(..., 'add') where src and index can be written twice
-    (leading_src), else msmigrate_scatter_reduce (which reads src's leading block itself)."""
+def _scatter_added(site, src, reduce: cst.BaseExpression | None = None,
+                   include_self: cst.BaseExpression | None = None) -> cst.BaseExpression:
+    """The receiver with `src` scattered onto it along dim at index: added (no `reduce`, the
+    receiver's values included) with ops.tensor_scatter_elements(..., 'add') where src and index
+    can be written twice (leading_src); else, or reduced by `reduce`,
+    msmigrate_scatter_reduce (which reads src's leading block itself)."""
     index = site.arg("index")
-    if reduce == "sum" and (_is_number(src) or (repeatable(src) and repeatable(index))):
+    if reduce is None and (_is_number(src) or (repeatable(src) and repeatable(index))):
         return site.expr("{f}({r}, {i}, {s}, {d}, 'add')", f="@mindspore.ops.tensor_scatter_elements",
                          r=site.receiver, i=index, s=leading_src(site, src, index), d=site.arg("dim"))
-    from msmigrate.rules.transforms.torch_functions import generated_function
-    return site.expr("{f}({r}, {d}, {i}, {s}, {red})", f=generated_function(site, "msmigrate_scatter_reduce"),
-                     r=site.receiver, d=site.arg("dim"), i=index, s=src, red=cst.SimpleString(repr(reduce)))
+    parts = dict(f=generated_function(site, "msmigrate_scatter_reduce"), r=site.receiver, d=site.arg("dim"),
+                 i=index, s=src, red=reduce if reduce is not None else cst.SimpleString("'sum'"))
+    if include_self is not None:
+        return site.expr("{f}({r}, {d}, {i}, {s}, {red}, include_self={x})", x=include_self, **parts)
+    return site.expr("{f}({r}, {d}, {i}, {s}, {red})", **parts)
 
 
 def leading_src(site, src, index):
@@ -463,12 +468,7 @@ def scatter_reduce(site):
         raise Unconvertible("scatter_reduce() needs dim, index, src and reduce")
     if _literal(site, "reduce") == "sum" and _literal(site, "include_self", True) is True:
         return _scatter_added(site, site.arg("src"))
-    from msmigrate.rules.transforms.torch_functions import generated_function
-    parts = dict(f=generated_function(site, "msmigrate_scatter_reduce"), r=site.receiver,
-                 d=site.arg("dim"), i=site.arg("index"), s=site.arg("src"), red=site.arg("reduce"))
-    if site.has("include_self"):
-        return site.expr("{f}({r}, {d}, {i}, {s}, {red}, include_self={x})", x=site.arg("include_self"), **parts)
-    return site.expr("{f}({r}, {d}, {i}, {s}, {red})", **parts)
+    return _scatter_added(site, site.arg("src"), site.arg("reduce"), site.arg("include_self"))
 
 
 @torch_method
@@ -633,7 +633,6 @@ def _resized(site) -> cst.BaseExpression:
     """`t.resize_(2, 6)` / `t.resize_as_(u)`: t's first elements in the new shape
     (msmigrate_resize; the elements torch adds are uninitialised, zeros there). Not `t.resize()`:
     PIL's and NumPy's resize share the name."""
-    from msmigrate.rules.transforms.torch_functions import generated_function
     size = site.expr("{u}.shape", u=site.arg("the_template")) if site.record.method_name == "resize_as_" \
         else site.arg("sizes")
     if size is None:
