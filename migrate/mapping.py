@@ -47,6 +47,7 @@ A record says how one torch callable (or attribute) becomes MindSpore:
     complex = "or"                          # a visibly complex argument (MindSpore's kernel takes
                                             # real dtypes): "or"/"and" joins the function of its
                                             # real and imaginary parts (isnan: or, isfinite: and);
+                                            # "real": the result's real part (abs);
                                             # "generated": rules/generated/functions.py's
                                             # msmigrate_<name> computes it
     empty_pad = { input = "1" }             # MindSpore's elementwise kernel raises on an empty
@@ -157,7 +158,7 @@ class ApiRecord:
     promote_as: dict = field(default_factory=dict)   # visible kind -> torch's result dtype, the
                               # argument cast to it (no kernel for the kind; not cast back)
     complex: str = ""         # a visibly complex argument: "or" / "and" of the function of its
-                              # real and imaginary parts, or "generated" (msmigrate_<name>)
+                              # real and imaginary parts, "real" (the result's), or "generated"
     empty_pad: dict = field(default_factory=dict)   # arg -> a value appended to an argument that
                               # may visibly be empty (elementwise kernels raising on empty tensors)
     empty_sizes: str = ""     # the n / s argument: a zero appended along its dims of an input that

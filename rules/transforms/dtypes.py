@@ -32,10 +32,12 @@ the same rule: changed only where the source shows it, every other call converts
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import atom, creates_cell
-from msmigrate.names import TargetBindings, dotted
+from msmigrate.names import TargetBindings, dotted, taken_names
 from msmigrate.rules.transforms.common import repeatable
 from msmigrate.rules.transforms.torch_functions import generated_function
 
@@ -67,8 +69,12 @@ SUM_METHODS = {"sum", "cumsum", "prod", "cumprod", "nansum"}
 INT_RESULTS = {"torch.randint", "torch.randperm", "torch.argmax", "torch.argmin", "torch.argsort",
                "torch.nonzero", "torch.bucketize", "torch.searchsorted", "torch.count_nonzero",
                "torch.multinomial", "torch.argwhere", "torch.tril_indices", "torch.triu_indices"}
-# torch functions of a complex result (torch.complex(re, im), torch.polar(abs, angle))
-COMPLEX_RESULTS = {"torch.complex", "torch.polar", "torch.view_as_complex"}
+# torch functions of a complex result (torch.complex(re, im), torch.polar(abs, angle), the FFTs
+# of a complex spectrum)
+COMPLEX_RESULTS = {"torch.complex", "torch.polar", "torch.view_as_complex", "torch.fft.fft", "torch.fft.ifft",
+                   "torch.fft.fft2", "torch.fft.ifft2", "torch.fft.fftn", "torch.fft.ifftn", "torch.fft.rfft",
+                   "torch.fft.rfft2", "torch.fft.rfftn", "torch.fft.ihfft", "torch.fft.ihfft2",
+                   "torch.fft.ihfftn"}
 # ... and these of a real result from a complex tensor (abs of complex64 is float32)
 REAL_OF_COMPLEX = {"abs", "absolute", "angle", "real", "imag"}
 # torch functions joining tensors: their kind when every tensor joined is of one kind
@@ -293,7 +299,9 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
         return kinds.pop() if len(kinds) == 1 and kinds <= set(_TENSOR_KINDS) else None
     if q in BOOL_RESULTS:
         return "bool"
-    if q in COMPLEX_RESULTS:
+    if q in COMPLEX_RESULTS or (q == "torch.stft" and any(
+            a.keyword is not None and a.keyword.value == "return_complex" and dotted(a.value) == "True"
+            for a in call.args)):
         return "complex"
     if q in FLOAT_CREATION:
         return "float"
@@ -581,7 +589,10 @@ def promote(site, original: dict) -> None:
         found = kind(site.rw, before.value)
         # (in top-level code msmigrate_float below casts an integer/bool tensor when it runs)
         cast_when_run = name in site.record.promote and checked_at_run_time(site.rw)
-        if found == "complex" or (found is None and not cast_when_run):
+        # a record converting a visibly complex argument (`complex`) reviews an argument of
+        # unknown dtype only in a file that makes complex tensors (else abs() is marked everywhere)
+        unseen = site.record.complex and not may_be_complex(site.rw, before.value)
+        if (found == "complex" and not site.record.complex) or (found is None and not cast_when_run and not unseen):
             site.flag("review", f"{site.qualname}: {why}")
     for name in site.record.promote:
         arg, before = site.bound.get(name), original.get(name)
@@ -618,6 +629,19 @@ def promote(site, original: dict) -> None:
         _unbatched(site, original)
     if site.record.joined:
         _joined(site, original)
+
+
+_COMPLEX_MAKERS = re.compile(r"complex|cfloat|cdouble|chalf|\bfft\b|stft|polar|\d[jJ]\b")
+
+
+def may_be_complex(rw, expr) -> bool:
+    """Whether a tensor of unknown dtype may be complex: the file visibly makes complex tensors
+    (a complex dtype, an FFT, an imaginary literal), or the tensor is a name the file never binds
+    (given by whoever runs the code)."""
+    if getattr(rw, "_makes_complex", None) is None:
+        rw._makes_complex = bool(_COMPLEX_MAKERS.search(rw.module.code))
+        rw._bound_names = taken_names(rw.module)
+    return rw._makes_complex or (isinstance(expr, cst.Name) and expr.value not in rw._bound_names)
 
 
 def checked_at_run_time(rw) -> bool:
@@ -971,7 +995,8 @@ def _first_tensor(site, original: dict):
 def _complex(site, original: dict) -> None:
     """A visibly complex argument of a function MindSpore computes on real dtypes only (record
     field `complex`): "or" / "and" join the function of its real and imaginary parts (torch's
-    isnan(z) = isnan(z.real) | isnan(z.imag), isfinite = both finite); "generated" converts the
+    isnan(z) = isnan(z.real) | isnan(z.imag), isfinite = both finite); "real" takes the real part
+    of the result (MindSpore's abs of complex64 is complex64); "generated" converts the
     call as rules/generated/functions.py's msmigrate_<name>, written for complex tensors."""
     from dataclasses import replace
 
@@ -979,6 +1004,9 @@ def _complex(site, original: dict) -> None:
     if not complex_args:
         return
     how = site.record.complex
+    if how == "real":
+        site.wraps.append(lambda out: site.expr("{f}({x})", f="@mindspore.ops.real", x=out))
+        return
     if how == "generated":
         site.record = replace(site.record, transform="torch_functions.generated")
         return

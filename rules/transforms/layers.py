@@ -1,6 +1,8 @@
 """torch.nn layers whose MindSpore Cell takes differently shaped arguments."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
@@ -172,6 +174,20 @@ def channel_dropout_call(site):
     if view is None:
         return site.node.with_changes(func=func)
     return site.expr("{f}({v}).reshape({x}.shape)", f=func, v=view, x=x)
+
+
+def unbatched_call(site):
+    """`conv(x)` of a Conv or ConvTranspose layer, x visibly unbatched ((C, H, W) for Conv2d):
+    torch takes it, MindSpore's Cells need the batch dim: `conv(x[None])[0]`."""
+    from msmigrate.rules.transforms.dtypes import shape
+    args, original = site.node.args, site.rw.original_call
+    if len(args) != 1 or args[0].keyword is not None or args[0].star or original is None:
+        return site.node
+    found = shape(site.rw, original.args[0].value)
+    rank = int(re.search(r"(\d)d$", site.record.torch).group(1)) + 2
+    if found is None or len(found) != rank - 1:
+        return site.node
+    return site.expr("{f}({x}[None])[0]", f=site.node.func, x=args[0].value)
 
 
 def channel_dropout(site):

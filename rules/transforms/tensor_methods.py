@@ -872,11 +872,12 @@ def _rebased(site, target):
 
 @torch_method
 def clone(site):
-    """`x.clone()` -> `x.copy()`. Calls with other arguments are not torch's Tensor.clone
-    (MindSpore's ParameterTuple.clone(prefix=, init=) in generated code): left alone."""
+    """`x.clone()` -> `ops.deepcopy(x)` (differentiable: a Parameter's own `copy()` makes a new
+    Parameter, which cuts the gradient). Calls with other arguments are not torch's
+    Tensor.clone (MindSpore's ParameterTuple.clone(prefix=, init=) in generated code): left alone."""
     if site.unbound or any(name != "memory_format" for name in site.bound):
         return site.node
-    return site.expr("{r}.copy()", r=site.receiver)
+    return site.expr("{f}({r})", f="@mindspore.ops.deepcopy", r=site.receiver)
 
 
 @torch_method
@@ -943,6 +944,8 @@ def positional(site):
     these differ between PyNative (dim) and @ms.jit (axis), positions agree."""
     if any(a.star for a in site.unbound):
         return site.node
+    if _visibly_function(site):   # `k.cumsum(0)` of an int32 k: torch.cumsum's casts
+        return _as_function(site, "torch." + site.record.method_name)
     method = site.record.method_name
     names = [a for a in site.record.args if a != "*"]
     keyword_only = site.record.args[site.record.args.index("*") + 1:] if "*" in site.record.args else []

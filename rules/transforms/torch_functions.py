@@ -597,8 +597,8 @@ def _is_arithmetic(node) -> bool:
 
 @_calls("input")
 def clone(site):
-    """torch.clone(x) -> x.copy() (a new tensor with the same data)."""
-    return site.expr("{x}.copy()", x=atom(site.arg("input"), attribute=True))
+    """torch.clone(x) -> ops.deepcopy(x) (a new tensor with the same data; as Tensor.clone)."""
+    return site.expr("{f}({x})", f="@mindspore.ops.deepcopy", x=site.arg("input"))
 
 
 @_calls()
