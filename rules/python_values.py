@@ -2,12 +2,18 @@
 program reads them: `scheduler.get_last_lr()` (a list of floats in torch, of Tensors in
 mindspore.experimental.optim) and `optimizer.param_groups[i]['lr']` (a float in torch, a Parameter
 there). Logging lines format them (`f"{lr:.6f}"`, `'%.4f' % lr`, `round(lr, 3)`), which fails on a
-Tensor. A structural pass on torch names (before the table pass); writes are left alone."""
+Tensor. A structural pass on torch names (before the table pass).
+
+Writes of a group's learning rate (`for g in opt.param_groups: g['lr'] = lr`, manual warm-up and
+decay) go through the generated msmigrate_set_lr: a float assigned to the group would be read by
+the compiled train step at its first compile only (the run goes on with the old rate, silently),
+the group's lr Parameter is written in place instead."""
 from __future__ import annotations
 
 import libcst as cst
 
 from msmigrate.names import FocusedTransformer, ScopeStack, dotted
+from msmigrate.rules.transforms.common import generated_text
 
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 OPTIMIZER_PREFIX = "torch.optim."
@@ -21,11 +27,15 @@ class PythonValuesPass(FocusedTransformer):
     def __init__(self, ctx) -> None:
         # only statements naming these are visited (and so rebuilt): the rest keep their
         # identity, and with it their original position for later diagnostics
-        super().__init__(ctx.statements_naming({"get_last_lr", "param_groups"}))
+        naming = ctx.statements_naming({"get_last_lr", "param_groups"})
+        super().__init__(lambda stmt: naming(stmt) or _writes_lr(stmt))
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.schedulers: set[str] = set()
         self.optimizers: set[str] = set()
         self.targets: set[int] = set()   # subscripts written to (param_groups[0]['lr'] = ...)
+        self.groups: list[str] = []      # names of the loops over some `X.param_groups` around
+        self.visited_for: set[int] = set()
+        self.ctx = ctx
 
     def visit_Module(self, node: cst.Module) -> None:
         owner = self
@@ -48,6 +58,45 @@ class PythonValuesPass(FocusedTransformer):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.targets.add(id(node.target))
 
+    def visit_For(self, node: cst.For) -> None:
+        self.visited_for.add(id(node))
+        over_groups = isinstance(node.iter, cst.Attribute) and node.iter.attr.value == "param_groups"
+        self.groups.append(node.target.value if over_groups and isinstance(node.target, cst.Name) else "")
+
+    def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
+        if id(original) in self.visited_for:   # (on_leave runs for statements left unvisited too)
+            self.groups.pop()
+        return updated
+
+    def _group_lr(self, target) -> cst.BaseExpression | None:
+        """The group of a `G['lr']` write target, G a param group (`X.param_groups[i]`, or the
+        variable of a loop over `X.param_groups`)."""
+        if not (isinstance(target, cst.Subscript) and _is_lr_key(target)):
+            return None
+        group = target.value
+        if isinstance(group, cst.Name) and group.value in self.groups and group.value:
+            return group
+        if isinstance(group, cst.Subscript) and isinstance(group.value, cst.Attribute) \
+                and group.value.attr.value == "param_groups":
+            return group
+        return None
+
+    def _set_lr(self, group, value) -> cst.Expr:
+        self.changes += 1
+        helper = generated_text(self.ctx.plan, "optimizers", "msmigrate_set_lr")
+        return cst.Expr(cst.Call(helper, [cst.Arg(group), cst.Arg(value)]))
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        group = self._group_lr(updated.targets[0].target) if len(updated.targets) == 1 else None
+        return updated if group is None else self._set_lr(group, updated.value)
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
+        group = self._group_lr(updated.target)
+        operator = _BINARY.get(type(updated.operator))
+        if group is None or operator is None:
+            return updated
+        return self._set_lr(group, cst.BinaryOperation(updated.target, operator(), updated.value))
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "get_last_lr" and not updated.args \
@@ -60,9 +109,7 @@ class PythonValuesPass(FocusedTransformer):
         # O.param_groups[i]['lr'] read (not written)
         if id(original) in self.targets or len(updated.slice) != 1:
             return updated
-        index = updated.slice[0].slice
-        if not (isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString)
-                and index.value.evaluated_value == "lr"):
+        if not _is_lr_key(updated):
             return updated
         group = updated.value
         if isinstance(group, cst.Subscript) and isinstance(group.value, cst.Attribute) \
@@ -70,3 +117,22 @@ class PythonValuesPass(FocusedTransformer):
             self.changes += 1
             return cst.Call(cst.Name("float"), [cst.Arg(updated)])
         return updated
+
+
+_BINARY = {cst.MultiplyAssign: cst.Multiply, cst.DivideAssign: cst.Divide, cst.AddAssign: cst.Add,
+           cst.SubtractAssign: cst.Subtract}
+
+
+def _is_lr_key(subscript: cst.Subscript) -> bool:
+    index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) \
+        and index.value.evaluated_value == "lr"
+
+
+def _writes_lr(stmt) -> bool:
+    """`G['lr'] = ...` / `G['lr'] *= ...` (visited although it names no param_groups)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Subscript) and _is_lr_key(t.target)
+                                              for t in small.targets)
+        or isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Subscript) and _is_lr_key(small.target)
+        for small in stmt.body)
