@@ -71,10 +71,10 @@ class PythonValuesPass(FocusedTransformer):
     def _group_lr(self, target) -> cst.BaseExpression | None:
         """The group of a `G['lr']` write target, G a param group (`X.param_groups[i]`, or the
         variable of a loop over `X.param_groups`)."""
-        if not (isinstance(target, cst.Subscript) and _is_lr_key(target)):
+        if not _writes_lr_of(target):
             return None
         group = target.value
-        if isinstance(group, cst.Name) and group.value in self.groups and group.value:
+        if isinstance(group, cst.Name) and group.value in self.groups:
             return group
         if isinstance(group, cst.Subscript) and isinstance(group.value, cst.Attribute) \
                 and group.value.attr.value == "param_groups":
@@ -129,10 +129,14 @@ def _is_lr_key(subscript: cst.Subscript) -> bool:
         and index.value.evaluated_value == "lr"
 
 
+def _writes_lr_of(target) -> bool:
+    """A write target `G['lr']`."""
+    return isinstance(target, cst.Subscript) and _is_lr_key(target)
+
+
 def _writes_lr(stmt) -> bool:
     """`G['lr'] = ...` / `G['lr'] *= ...` (visited although it names no param_groups)."""
     return isinstance(stmt, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Subscript) and _is_lr_key(t.target)
-                                              for t in small.targets)
-        or isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Subscript) and _is_lr_key(small.target)
+        isinstance(small, cst.Assign) and any(_writes_lr_of(t.target) for t in small.targets)
+        or isinstance(small, cst.AugAssign) and _writes_lr_of(small.target)
         for small in stmt.body)
