@@ -239,6 +239,8 @@ class Images(Dataset):
 
 
 folder = datasets.ImageFolder("images", transform=transforms.ToTensor())
+# made inline in the loader: its fields are read through loader.dataset
+inline_loader = DataLoader(datasets.ImageFolder("images", transform=transforms.ToTensor()), batch_size=2)
 rgb = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))])
 image_loader = DataLoader(Images(rgb), batch_size=2)
 res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_size, len(test_set),
@@ -251,7 +253,9 @@ res = {"sizes": [len(test_loader.dataset), len(test_loader), test_loader.batch_s
        "folder": [len(folder), folder.classes, folder.class_to_idx, folder.targets,
                   [[p.replace("\\\\", "/"), i] for p, i in folder.samples], folder.imgs == folder.samples,
                   sum(int(y.shape[0]) for _, y in DataLoader(folder, batch_size=2))],
-       "images": [[list(x.shape), float(x[:, 0, 0, 0].sum()), [int(v) for v in y]] for x, y in image_loader]}
+       "images": [[list(x.shape), float(x[:, 0, 0, 0].sum()), [int(v) for v in y]] for x, y in image_loader],
+       "inline": [inline_loader.dataset.classes, inline_loader.dataset.class_to_idx, len(inline_loader.dataset),
+                  sum(int(y.shape[0]) for _, y in inline_loader)]}
 print(json.dumps(res))
 '''
 
@@ -295,6 +299,7 @@ def test_mnist_loader_reads_match_torchvision(tmp_path):
     # torchvision's ImageFolder: classes = sorted directories, files sorted within each, images only
     samples = [["images/ant/c.png", 0], ["images/zebra/a.PNG", 1], ["images/zebra/b.png", 1]]
     assert got["folder"] == [3, ["ant", "zebra"], {"ant": 0, "zebra": 1}, [0, 1, 1], samples, True, 3]
+    assert got["inline"] == [["ant", "zebra"], {"ant": 0, "zebra": 1}, 3, 3]
     # a PIL image through Compose(ToTensor, Normalize(0.5, 0.5)) is one CHW sample: 4-D batches
     images = [(40 * np.arange(5) / 255.0 - 0.5) / 0.5]
     expected = [[[2, 3, 4, 5], float(images[0][0:2].sum()), [0, 1]],

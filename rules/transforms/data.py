@@ -141,6 +141,14 @@ def _source_pipeline(site, src, sampler) -> cst.BaseExpression:
     if kind == "pipeline":
         raise Unconvertible("a view of a MindSpore reader: pass sampler=ds.SubsetSampler(indices) to the reader",
                             "manual")
+    if isinstance(ncols, tuple):   # dict samples of visible keys: rows of their values, columns named after them
+        return cst.Call(func=site.ref("mindspore.dataset.GeneratorDataset"), args=_commas([
+            cst.Arg(cst.Call(generated(site, generated_data.msmigrate_DictRows),
+                             [cst.Arg(src), cst.Arg(cst.parse_expression(repr(list(ncols))))])),
+            kwarg("column_names", cst.parse_expression(repr(list(ncols)))), kwarg("sampler", sampler)]))
+    if ncols == "dict":
+        raise Unconvertible("a view of a Dataset whose __getitem__ returns a dict of keys not visible: "
+                            "return a dict literal (or a tuple of values)", "manual")
     if not isinstance(ncols, int):
         site.flag("review", f"{site.qualname}: the number of values a sample has is not visible; assumed 2 "
                             f"(column_names=['data', 'label'])")
@@ -202,8 +210,13 @@ def _find_assigned(module: cst.Module, name: str) -> cst.BaseExpression | None:
 
     class Finder(cst.CSTVisitor):
         def visit_Assign(self, node):
-            if any(dotted(t.target) == name for t in node.targets):
-                found.append(node.value)
+            for t in node.targets:
+                if dotted(t.target) == name:
+                    found.append(node.value)
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) \
+                        and len(t.target.elements) == len(node.value.elements):   # `a, b = A(...), B(...)`
+                    found.extend(v.value for e, v in zip(t.target.elements, node.value.elements)
+                                 if dotted(e.value) == name)
 
     module.visit(Finder())
     return found[-1] if len(found) == 1 else None
@@ -325,6 +338,8 @@ def _string(node) -> str | None:
 
 def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     """('pipeline', None) for MindSpore readers, ('map', ncols | 'dict' | None) otherwise."""
+    if isinstance(src, cst.Call) and dotted(src.func) == "msmigrate_dataset_fields" and src.args:
+        src = src.args[0].value   # a converted reader given the fields the file reads
     prefix = site.code(site.ref(_PIPELINE_ROOT)) + "."
     if site.code(src).startswith(prefix):
         return "pipeline", 2
@@ -336,7 +351,8 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     if name is not None:
         value = _find_assigned(site.rw.module, name)
         if value is None:
-            return ("pipeline", 2) if _unpacked_from_view(site, name) else ("map", None)
+            return ("pipeline", _view_columns(site, name, depth)) if _unpacked_from_view(site, name) \
+                else ("map", None)
     if not isinstance(value, cst.Call):
         return "map", None
     # an inline TensorDataset, already rewritten: list(zip(np.asarray(X), ...))
@@ -345,7 +361,7 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
         return "map", len(value.args[0].value.args)
     q = site.rw.scopes.resolve(value.func)
     if q in _VIEWS:
-        return "pipeline", 2
+        return "pipeline", _view_columns(site, value, depth)
     if q == "torch.utils.data.TensorDataset":
         if any(a.star or a.keyword is not None for a in value.args):
             return "map", None
@@ -364,6 +380,18 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
         if len(kinds) == 1:
             return kinds.pop()
     return "map", None
+
+
+def _view_columns(site, view, depth: int):
+    """A Subset / random_split part's columns: the keys of its source's dict samples (its
+    pipeline's column names, batches read back as dicts), 2 otherwise (its assumed columns)."""
+    if isinstance(view, str):
+        views = _views_of(site, view)
+        view = views[0] if len(views) == 1 else None
+    if not isinstance(view, cst.Call) or not view.args or depth > 2:
+        return 2
+    _, ncols = _source_kind(site, view.args[0].value, depth + 1)
+    return ncols if isinstance(ncols, tuple) else 2
 
 
 def _is_reader(rec) -> bool:
@@ -755,10 +783,12 @@ def _per_batch_map(site, collate, ncols, bare=False) -> list[cst.Arg]:
     loader's order (reshuffled every epoch like torch's); f gets torch's list of samples
     back with zip (samples of one value: the column itself, not 1-tuples). When f returns a
     different number of values than a sample has, MindSpore needs the output column names."""
-    site.flag("review", f"{site.qualname}: collate_fn gets the samples as numpy values (Python ints and "
-                        f"floats become 0-d arrays) and must return one value per column")
-    samples = "list(columns[0])" if bare else "list(zip(*columns[:-1]))"
-    args = [kwarg("per_batch_map", site.expr("lambda *columns: {f}(%s)" % samples, f=collate))]
+    site.flag("review", f"{site.qualname}: collate_fn gets each sample's arrays as Tensors and its numbers as "
+                        f"Python numbers (a NumPy array the Dataset returns comes as a Tensor too) and must "
+                        f"return one value per column")
+    helper = generated(site, generated_data.msmigrate_collated)
+    args = [kwarg("per_batch_map", site.expr("lambda *columns: {h}({f}, columns%s)" % (", bare=True" if bare else ""),
+                                             h=helper, f=collate))]
     fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
     returned = _returns_count(fn) if fn is not None else None
     if returned is None and _returns_one_value(site, collate if isinstance(collate, cst.Lambda) else fn):
@@ -867,6 +897,10 @@ def _loaders_of(site, name: str) -> int:
 
 def _shuffle_reader(site, src, shuffle):
     """An inline reader (`ds.MnistDataset(..., shuffle=False).map(...)`): its own shuffle=."""
+    if isinstance(src, cst.Call) and dotted(src.func) == "msmigrate_dataset_fields" and src.args:
+        inner = _shuffle_reader(site, src.args[0].value, shuffle)
+        return None if inner is None else src.with_changes(args=[src.args[0].with_changes(value=inner),
+                                                                 *src.args[1:]])
     if isinstance(src, cst.Call) and isinstance(src.func, cst.Attribute) and \
             isinstance(src.func.value, cst.Call):
         inner = _shuffle_reader(site, src.func.value, shuffle)
@@ -944,16 +978,16 @@ def vision_reader(site):
         reader = cst.Call(func=generated(site, generated_data.msmigrate_cifar_reader), args=_commas([
             cst.Arg(root), cst.Arg(usage), *([] if kind == "cifar10" else [cst.Arg(cst.SimpleString("'cifar100'"))]),
             kwarg("shuffle", cst.Name("False"))]))
-        _dataset_attributes(site, reader, label)
-        return _indexable(site, _with_transforms(site, reader, label), reader)
+        fields = _dataset_attributes(site, reader, label)
+        return fields(_indexable(site, _with_transforms(site, reader, label), reader))
     path_args = [cst.Arg(root), *[cst.Arg(cst.SimpleString(repr(d))) for d in subdirs]]
     path = cst.Call(func=site.ref("os.path.join"), args=_commas(path_args))
     _download(site, f"{site.code(root)}/{'/'.join(subdirs)}/")
     reader = cst.Call(func=site.ref(target), args=_commas([
         cst.Arg(path), kwarg("usage", usage), kwarg("shuffle", cst.Name("False"))]))
     pipeline = reader
-    _dataset_attributes(site, reader, label)
-    return _indexable(site, _with_transforms(site, pipeline, label), pipeline)
+    fields = _dataset_attributes(site, reader, label)
+    return fields(_indexable(site, _with_transforms(site, pipeline, label), pipeline))
 
 
 def _indexable(site, pipeline, samples):
@@ -1028,9 +1062,11 @@ def _dataset_attributes(site, reader, label: str) -> None:
     the file reads them: set on the converted reader from a second, untransformed read of the same
     files (torch loads them when the dataset is built, too). Writing `.data`/`.targets` (a subset
     trick) does not change what a reader yields: marked."""
-    name = site.assigned_name
+    inline = {}   # field -> value, for a dataset made inline in `loader = DataLoader(MNIST(...), ...)`
+    loader = _loader_of_inline_source(site)
+    name = site.assigned_name if loader is None else loader + ".dataset"   # (`loader.dataset.classes`)
     if name is None:
-        return
+        return lambda dataset: dataset
     code = site.rw.module_code
     attr = (rf"(?<![\w.]){re.escape(name)}\.(targets|data|classes|class_to_idx|samples|imgs|"
             rf"train_data|test_data|train_labels|test_labels)\b")
@@ -1082,7 +1118,30 @@ def _dataset_attributes(site, reader, label: str) -> None:
                                 f"build it from {name}.create_tuple_iterator(output_numpy=True)", stop=True)
             continue
         kind = site.qualname.rsplit(".", 1)[-1]
+        if name.endswith(".dataset"):
+            inline[field] = value
+            continue
         site.after(site.stmt(f"{name}.{field} = {{v}}  # torchvision's {kind}.{field}\n", v=value))
+    if not inline:
+        return lambda dataset: dataset
+    helper = generated(site, generated_data.msmigrate_dataset_fields)
+    return lambda dataset: cst.Call(helper, [cst.Arg(dataset), *(kwarg(f, v) for f, v in inline.items())])
+
+
+def _loader_of_inline_source(site) -> str | None:
+    """L, where this call is the dataset argument of `L = DataLoader(<this call>, ...)`."""
+    stmt = site.statement
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and dotted(small.targets[0].target)
+            and isinstance(small.value, cst.Call)
+            and (site.rw.scopes.resolve(small.value.func) or "").endswith("DataLoader")):
+        return None
+    first = small.value.args[0] if small.value.args and small.value.args[0].keyword is None else \
+        next((a for a in small.value.args if a.keyword is not None and a.keyword.value == "dataset"), None)
+    original = site.rw.original_call
+    if first is None or original is None or not first.value.deep_equals(original):
+        return None
+    return dotted(small.targets[0].target)
 
 
 def image_folder(site):
@@ -1099,9 +1158,9 @@ def image_folder(site):
     reader = cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
         cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("decode", cst.Name("True")),
         kwarg("extensions", extensions)]))
-    _dataset_attributes(site, cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
+    fields = _dataset_attributes(site, cst.Call(func=site.ref("mindspore.dataset.ImageFolderDataset"), args=_commas([
         cst.Arg(root), kwarg("shuffle", cst.Name("False")), kwarg("extensions", extensions)])), "label")
-    return _indexable(site, _with_transforms(site, reader, "label"), reader)
+    return fields(_indexable(site, _with_transforms(site, reader, "label"), reader))
 
 
 # ---- torchvision transforms ---------------------------------------------------------------
