@@ -1173,8 +1173,9 @@ class TrainingLoopPass(PathTransformer):
         chosen = [i for i in chosen if not (eff[i].writes & trained)]
         # so are the networks and optimizers it trains: a step with no loop around it (a module's
         # top level, one update) has their construction in its block, before everything it computes
-        made = [i for i in chosen if eff[i].binds & (leaves | {o for o in (step.get("optimizer"),
-                                                                          *step.get("others", ())) if o})]
+        # (an optimizer made between the loss's inputs and its step is not in the loss's slice)
+        made = [i for i in range(len(pre)) if eff[i].binds & (leaves | {o for o in (step.get("optimizer"),
+                                                                                *step.get("others", ())) if o})]
         if made and not self.loops[-1]:
             chosen = [i for i in chosen if i > made[-1]]
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
@@ -2659,7 +2660,7 @@ class TrainingLoopPass(PathTransformer):
         what = ("network outputs kept before the step and computed again inside it (msmigrate_Recompute: "
                 "a static graph cannot call the kept Python functions)"
                 if python_object.startswith("msmigrate_recomputed(") else
-                "a distribution built in the step (MindSpore builds its distributions in a static graph "
+                "a distribution built in the step or in the network's forward (MindSpore builds its distributions in a static graph "
                 "only from constants, and msmigrate's generated ones are plain Python)"
                 if python_object.endswith("(...)") else
                 "a function whose host code (NumPy or `random` draws, .tolist(), .numpy()) runs on every "
@@ -2675,17 +2676,39 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(d, cst.FunctionDef) and d.name.value == step else d for d in defs]
 
     def _distribution_in(self, stmts: list) -> str | None:
-        """`Categorical(...)` where the step's statements build a torch.distributions object."""
+        """`Categorical(...)` where the step's statements build a torch.distributions object, or
+        the forward of a network class of the file does (a VAE's `Normal(mu, std).rsample()`),
+        with the methods it calls on self."""
         imports = self.ctx.names.imports
-        for stmt in stmts:
-            for n in walk(stmt):
-                if isinstance(n, cst.Call):
-                    name = dotted(n.func) or ""
-                    head, _, rest = name.partition(".")
-                    q = imports.get(head, "")
-                    if (f"{q}.{rest}" if rest and q else q).startswith("torch.distributions."):
-                        return f"{name.rsplit('.', 1)[-1]}(...)"
-        return None
+
+        def built(nodes) -> str | None:
+            for node in nodes:
+                for n in walk(node):
+                    if isinstance(n, cst.Call):
+                        name = dotted(n.func) or ""
+                        head, _, rest = name.partition(".")
+                        q = imports.get(head, "")
+                        if (f"{q}.{rest}" if rest and q else q).startswith("torch.distributions."):
+                            return f"{name.rsplit('.', 1)[-1]}(...)"
+            return None
+
+        return built(stmts) or built(self._forward_methods())
+
+    def _forward_methods(self) -> list:
+        """The `forward` methods of the file's network classes and the methods of theirs they call
+        on self (what a call of one of their instances runs)."""
+        self._network_names()
+        found = []
+        for cls in walk(self.module):
+            if not isinstance(cls, cst.ClassDef) or cls.name.value not in self._module_scan.classes:
+                continue
+            methods = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+            if "forward" not in methods:
+                continue
+            called = {n.func.attr.value for n in walk(methods["forward"]) if isinstance(n, cst.Call)
+                      and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == "self"}
+            found += [methods["forward"], *(methods[c] for c in sorted(called) if c in methods)]
+        return found
 
     def _host_function_in(self, stmts: list) -> str | None:
         """`preprocess()` when the step calls a function of the file, or a lambda or def the file

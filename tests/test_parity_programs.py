@@ -37,6 +37,10 @@ STEPS = {
     "train_annealed_globals.py": 4,     # into the second epoch: the new beta and lr
     "train_annealed_attribute.py": 4,   # into the second epoch: the new self.beta
     "train_one_step_top_level.py": 1,   # its only step
+    "train_one_step_optimizer_last.py": 1,
+    "train_dict_samples_distribution_forward.py": 8,   # both epochs, with the evaluation between
+    "train_collate_torch_ops.py": 7,   # into the second epoch
+    "train_loss_weights_soft_targets.py": 5,
     "train_best_weights_checkpoint.py": 6,   # saved at step 3, loaded at step 4
     "train_scheduler_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_lr_resume.py": 7,   # five epochs, then the two resumed ones
