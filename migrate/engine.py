@@ -611,12 +611,16 @@ def _standard_args(site: Site, skip: tuple[str, ...] = ()) -> list[cst.Arg]:
                 continue
             value = result
         ms_name = rec.rename.get(name, name)
-        # `input=` names torch's first tensor, whose MindSpore name varies (x, input_x, logits):
-        # given first, it stays first as a positional argument
-        first_by_keyword = (index == 0 and arg.keyword is not None and arg.keyword.value == "input"
-                            and rec.args and not rec.args[0].startswith("*") and rec.args[0] != "*"
-                            and rec.positional >= 1 and not rec.is_method)
-        if first_by_keyword and not site.unbound:
+        # a leading tensor given by keyword (`input=`, a loss function's `target=`), whose
+        # MindSpore name varies (x, input_x, logits; labels): within the record's positional
+        # ones, in its place, it is passed by position (`dim=` and the like keep their keyword)
+        function = (rec.target or "").startswith("mindspore.ops.") and rec.target.rsplit(".", 1)[-1][:1].islower()
+        by_keyword = (still_positional and arg.keyword is not None and index < rec.positional
+                      and index < len(rec.args) and rec.args[index] == name and not rec.is_method
+                      and ((index == 0 and name == "input") or (function and name == "target"
+                                                                and name not in rec.rename))
+                      and not any(a.startswith("*") for a in rec.args[:index + 1]))
+        if by_keyword and not site.unbound:
             arg = arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
         if still_positional and arg.keyword is None and index < rec.positional:
             positional_names.add(ms_name)
@@ -1549,6 +1553,13 @@ class Rewriter(cst.CSTTransformer):
             return self._constructed(value.args[0].value)   # `model = torch.compile(Net())`
         return None if found is None else found[0]
 
+    def _deep_copy_of(self, value) -> ApiRecord | None:
+        """The record of the object `copy.deepcopy(x)` copies, where x's is known."""
+        if isinstance(value, cst.Call) and len(value.args) == 1 and not value.args[0].star and \
+                self.scopes.resolve(value.func) == "copy.deepcopy":
+            return self.instances.get(dotted(value.args[0].value) or "")
+        return None
+
     def _converted_constructor(self, call: cst.Call) -> ApiRecord | None:
         """Code converted before (a second run over a converted file): the MindSpore class a
         record with class-bound methods targets, called directly (`msd.Gamma(...)`) or through
@@ -1586,6 +1597,11 @@ class Rewriter(cst.CSTTransformer):
             return self._bind_unpacked(original, updated, target.elements, original.value.elements)
         rec = self._constructed(original.value)
         if rec is None:
+            copied = self._deep_copy_of(original.value)
+            if copied is not None:   # `ema = copy.deepcopy(model)`: the same kind of object, its mode kept
+                for t in original.targets:
+                    if dotted(t.target) is not None:
+                        self.instances[dotted(t.target)] = copied
             return updated
         self.pos_stack.append(self._pos(original))
         try:

@@ -176,9 +176,14 @@ _RANK = {"bool": 0, "pybool": 0, "int": 1, "pyint": 1, "float": 2, "pyfloat": 2,
 
 def _arithmetic_kind(left, right, divide: bool) -> str | None:
     """The kind of `left <op> right` for + - * // % (and / with `divide`), where at least one
-    side is a tensor; None when unknown (float32 with float64: a 0-d tensor would not decide)."""
-    if left is None or right is None or not ({left, right} & set(_TENSOR_KINDS)):
+    side is a tensor; None when unknown (float32 with float64: a 0-d tensor would not decide).
+    Two Python numbers give a Python number (`1 - lam`: a float)."""
+    if left is None or right is None:
         return None
+    if not ({left, right} & set(_TENSOR_KINDS)):
+        if "pycomplex" in (left, right):
+            return "pycomplex"
+        return "pyfloat" if divide or "pyfloat" in (left, right) else "pyint"
     tensors = [k for k in (left, right) if k in _TENSOR_KINDS]
     if len(tensors) == 2 and left != right and _RANK[left] == _RANK[right]:
         return None

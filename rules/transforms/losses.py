@@ -19,7 +19,7 @@ def int32_target(site):
     if len(ordered) < 2 or by_keyword:
         return site.node
     y = ordered[1].value
-    if not _is_cast(y):
+    if not _is_cast(y) and not _float_target(site, len(positional) > 1):
         if not isinstance(y, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
             y = y.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         y = site.expr("{y}.astype({i32})", y=y, i32="@mindspore.int32")
@@ -27,6 +27,18 @@ def int32_target(site):
     ordered[1] = ordered[1].with_changes(value=y)
     ordered[-1] = ordered[-1].with_changes(comma=args[-1].comma)
     return site.node.with_changes(args=ordered)
+
+
+def _float_target(site, positional: bool) -> bool:
+    """The torch target is visibly a float tensor: class probabilities (soft labels, mixup),
+    which MindSpore's CrossEntropyLoss takes as float too; no class-index cast."""
+    from msmigrate.rules.transforms.dtypes import kind
+    call = site.rw.original_call
+    if call is None:
+        return False
+    given = [a for a in call.args if a.keyword is None][1:2] if positional else \
+        [a for a in call.args if a.keyword is not None and a.keyword.value == "target"]
+    return bool(given) and kind(site.rw, given[0].value) in ("float", "float64")
 
 
 def _is_cast(expr) -> bool:
@@ -135,3 +147,16 @@ def distance_function(value, site):
         from msmigrate.rules.transforms.function_transforms import _named
         return _named(site, value)
     return value
+
+
+def weighted_bce(site):
+    """binary_cross_entropy / BCELoss given a weight: rules/generated/functions.py's versions,
+    which broadcast it to the input's shape (MindSpore 2.10's kernel weighs the rows of a (N, C)
+    input past the first 0 given a (C,) weight, silently); without one, MindSpore's own."""
+    from msmigrate.rules.transforms.torch_functions import call_generated, generated_cell
+    weight = site.bound.get("weight") if site.is_call else None
+    if weight is None or (isinstance(weight.value, cst.Name) and weight.value.value == "None"):
+        return site.call(site.record.target) if site.is_call else site.ref(site.record.target)
+    if site.record.torch == "torch.nn.BCELoss":
+        return generated_cell(site)
+    return call_generated(site, "msmigrate_binary_cross_entropy")

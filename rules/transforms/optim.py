@@ -40,10 +40,15 @@ def trainable_params(value: cst.BaseExpression, site):
     name = dotted(value)
     if name is not None:
         built = _assignment_code(site, name)
-        if built and ("named_parameters(" in built or ".parameters(" in built):
-            site.flag("review", f"{site.qualname}: {name} is built from (named_)parameters(), which in "
-                                f"MindSpore also yield BatchNorm statistics and frozen parameters: keep only "
-                                f"p.requires_grad ones (trainable_params())")
+        # (converted, named_parameters() leaves BatchNorm statistics out as torch does; a frozen
+        # parameter in a MindSpore optimizer gets a zero gradient, which weight decay still acts
+        # on: only a file that freezes some says so)
+        if built and ("named_parameters(" in built or ".parameters(" in built) and \
+                re.search(r"requires_grad(_\(|\s*=[^=])", site.rw.module_code):
+            site.flag("review", f"{site.qualname}: {name} is built from (named_)parameters(), which "
+                                f"also yield frozen parameters: a MindSpore optimizer gives them a zero "
+                                f"gradient, and its weight decay still shrinks them (torch skips them): keep "
+                                f"only p.requires_grad ones")
     if "parameters_and_names()" in site.code(value) or "msmigrate_named_parameters(" in site.code(value):
         site.flag("review", f"{site.qualname}: parameter groups chosen by name: MindSpore names norm-layer "
                             f"parameters gamma/beta (torch: weight/bias) and Embedding's embedding_table")
