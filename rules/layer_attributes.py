@@ -207,6 +207,10 @@ class _Analysis(cst.CSTVisitor):
         if not (q.startswith("torch.nn.") and last[:1].isupper()):
             return None
         self.created.add(q)
+        named = self.ordered_members(call) if q == "torch.nn.Sequential" else None
+        if named is not None:   # `Sequential(OrderedDict([('bn1', nn.BatchNorm2d(4)), ...]))`: seq.bn1
+            kinds = list(named.values())
+            return Kind(q, item=_union(kinds), items=tuple(kinds), members=tuple(named.items()))
         if q in ("torch.nn.ModuleList", "torch.nn.Sequential"):
             kinds = self.item_kinds(call, q)
             listed = q == "torch.nn.Sequential" or (call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)))
@@ -244,6 +248,23 @@ class _Analysis(cst.CSTVisitor):
         if isinstance(seq, (cst.ListComp, cst.GeneratorExp)):
             return [self.value_kind(seq.elt)]
         return [None]
+
+    def ordered_members(self, call: cst.Call) -> dict | None:
+        """`Sequential(OrderedDict([('conv1', nn.Conv2d(...)), ...]))` -> {name: kind}."""
+        if len(call.args) != 1 or not isinstance(call.args[0].value, cst.Call) or \
+                dotted(call.args[0].value.func) not in ("OrderedDict", "collections.OrderedDict"):
+            return None
+        inner = call.args[0].value
+        if len(inner.args) != 1 or not isinstance(inner.args[0].value, (cst.List, cst.Tuple)):
+            return None
+        out = {}
+        for el in inner.args[0].value.elements:
+            pair = el.value if isinstance(el, cst.Element) else None
+            if not (isinstance(pair, cst.Tuple) and len(pair.elements) == 2
+                    and isinstance(pair.elements[0].value, cst.SimpleString)):
+                return None
+            out[pair.elements[0].value.evaluated_value] = self.value_kind(pair.elements[1].value)
+        return out
 
     def dict_members(self, value) -> dict | None:
         """`dict(a=..., b=...)` or `{'a': ..., 'b': ...}` -> {key: kind}."""
@@ -798,7 +819,7 @@ class LayerAttributePass(cst.CSTTransformer):
         if isinstance(owner, Kind):
             if owner.local:
                 return self._class_attr(owner.name, attr, set())
-            if owner.name == "torch.nn.ModuleDict":
+            if owner.name == "torch.nn.ModuleDict" or (owner.name == "torch.nn.Sequential" and owner.members):
                 return owner.member(attr)
             rec = load_table().lookup(owner.name)
             child = rec.children.get(attr) if rec is not None else None

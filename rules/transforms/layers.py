@@ -190,6 +190,30 @@ def unbatched_call(site):
     return site.expr("{f}({x}[None])[0]", f=site.node.func, x=args[0].value)
 
 
+def attention_call(site):
+    """`attn(q, k, v, ...)` of a MultiheadAttention: torch's `is_causal=` is a hint that
+    attn_mask is causal (torch requires the mask with it), MindSpore's call has no such argument:
+    dropped where a mask is given. With `need_weights=False` torch returns (output, None),
+    MindSpore a 1-tuple: `out, _ = attn(...)` unpacks torch's pair again."""
+    args = list(site.node.args)
+    keywords = {a.keyword.value: a for a in args if a.keyword is not None}
+    if any(a.star for a in args):
+        return site.node
+    if "is_causal" in keywords:
+        causal = keywords["is_causal"]
+        mask = "attn_mask" in keywords or len([a for a in args if a.keyword is None]) >= 6
+        if not mask and not (isinstance(causal.value, cst.Name) and causal.value.value == "False"):
+            raise Unconvertible("is_causal without attn_mask (torch requires the mask it hints at)", "review")
+        args = [a for a in args if a is not causal]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    call = site.node.with_changes(args=args)
+    weights = keywords.get("need_weights")
+    if weights is not None and isinstance(weights.value, cst.Name) and weights.value.value == "False":
+        return site.expr("({c}[0], None)", c=call)
+    return call
+
+
 def channel_dropout(site):
     """F.dropout2d/F.dropout3d(x, p, training): on the channel view of x."""
     call = site.call(site.record.target)
