@@ -542,6 +542,8 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}(sizes): torch leaves the memory uninitialised; zeros are one "
                             f"valid content")
         return site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(data)])), cst.Arg(site.ref(dtype))])
+    if values[0] is None and len(items) == 1 and _never_int(data):   # `[y]`, `series[i:j]`: data
+        return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
     if values[0] is None and len(items) == 1 and (_is_plain_reference(data) or _is_arithmetic(data)):
         # torch.LongTensor(n) / torch.Tensor(3 * K - 1): a size when n is an int, data otherwise;
         # which one is read at run time
@@ -556,6 +558,14 @@ def tensor_class(site):
         site.flag("review", f"{site.qualname}({site.code(data)}): taken for data; an int here would be a size "
                             f"(an uninitialised tensor)")
     return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
+
+
+def _never_int(data) -> bool:
+    """An expression that is visibly no int (a list, tuple or comprehension, a slice of
+    something): a legacy tensor class reads it as data, never as a size."""
+    if isinstance(data, (cst.List, cst.ListComp, cst.Tuple, cst.GeneratorExp, cst.Dict, cst.Set)):
+        return True
+    return isinstance(data, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in data.slice)
 
 
 def _is_range(site, data) -> bool:
