@@ -2624,7 +2624,7 @@ class TrainingLoopPass(PathTransformer):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
-        called = self._holder_scan.all | self._network_names() | self._network_arguments()
+        called = self._holder_scan.all | self._network_names() | self._network_arguments() | self._sequentials()
         if self.classes and self.classes[-1].name.value in self.ctx.plain_classes:
             called = called - {"self"}   # a trainer's `self` holds no parameters of its own
         holders += [h for h in sorted(called - set(holders))
@@ -2636,6 +2636,15 @@ class TrainingLoopPass(PathTransformer):
             self._renamed.add(h)
             out.append(self._stmt(prefix_statement(h)))
         return out
+
+    def _sequentials(self) -> set[str]:
+        """Names bound to an `nn.Sequential(...)` built in the file (a distillation's teacher and
+        student, both `0.weight`, ...): networks too when a step calls them."""
+        if getattr(self, "_sequential_scan", None) is None:
+            self._sequential_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project,
+                                                    extra=lambda q: q == "torch.nn.Sequential")
+            self.module.visit(self._sequential_scan)
+        return self._sequential_scan.names
 
     def _network_arguments(self) -> set[str]:
         """Parameters of the function holding this step that every call passes a network for

@@ -41,6 +41,7 @@ STEPS = {
     "train_dict_samples_distribution_forward.py": 8,   # both epochs, with the evaluation between
     "train_collate_torch_ops.py": 7,   # into the second epoch
     "train_loss_weights_soft_targets.py": 5,
+    "train_distill_sequentials.py": 8,   # both epochs
     "train_best_weights_checkpoint.py": 6,   # saved at step 3, loaded at step 4
     "train_scheduler_resume.py": 7,   # five epochs, then the two resumed ones
     "train_optimizer_lr_resume.py": 7,   # five epochs, then the two resumed ones
