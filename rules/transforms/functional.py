@@ -81,16 +81,26 @@ def embedding(site):
 
 
 def one_hot(site):
-    """ops.one_hot needs the class count (torch infers it from the data when it is -1)."""
+    """ops.one_hot needs the class count; torch infers it from the data when it is -1 or not
+    given (the largest index + 1): written out as `int(y.max()) + 1` for an index tensor that can
+    be read twice (MindSpore's graph mode runs that on the host too)."""
     n = site.arg("num_classes")
     try:
         missing = n is None or literal_value(n) == -1
     except ValueError:
         missing = False
+    x = site.arg("tensor")
     if missing:
-        raise Unconvertible("num_classes=-1 (inferred from the data) has no MindSpore equivalent: "
-                            "pass the class count")
-    return site.call(site.record.target, [cst.Arg(site.arg("tensor")), cst.Arg(n)])
+        if not (isinstance(x, (cst.Name, cst.Attribute)) or (isinstance(x, cst.Subscript) and _call_free(x))):
+            raise Unconvertible("num_classes=-1 (inferred from the data) of an expression: bind the "
+                                "indices to a name, or pass the class count")
+        n = site.expr("int({x}.max()) + 1", x=x)
+    return site.call(site.record.target, [cst.Arg(x), cst.Arg(n)])
+
+
+def _call_free(node) -> bool:
+    from msmigrate.names import walk
+    return not any(isinstance(n, cst.Call) for n in walk(node))
 
 
 def layer_norm(site):
