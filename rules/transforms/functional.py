@@ -217,7 +217,8 @@ def write_back(site, value):
     the value is used, it is used, and a name other than x receiving it is marked (x itself keeps
     its old values)."""
     from msmigrate.names import dotted
-    from msmigrate.rules.transforms.tensor_methods import _assign_back, _target, _whole_value, _writes_through_data
+    from msmigrate.rules.transforms.tensor_methods import (_assign_back, _target, _view_bound, _whole_value,
+                                                           _writes_through_data)
     flag = site.record.inplace
     if flag != "always":
         if not site.has(flag):
@@ -239,7 +240,8 @@ def write_back(site, value):
             if isinstance(target, cst.Attribute) or _writes_through_data(first):
                 write = site.stmt("{f}({t}, {v})\n", f=site.ref("mindspore.ops.assign"), t=target, v=value)
             else:
-                lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
+                lhs = target if isinstance(target, cst.Subscript) else site.expr(
+                    "{t}[:]" if _view_bound(site, target) else "{t}[...]", t=target)
                 write = site.stmt("{l} = {v}\n", l=lhs, v=value)
             site.before(cst.If(test=site.arg(flag), body=cst.IndentedBlock([write])))
             return site.REMOVED

@@ -847,9 +847,31 @@ def _assign_back(site, target, value, scalar: bool = False, parameter: bool = Fa
         if scalar:
             value = site.expr("{f}({t}, {v})", f="@mindspore.ops.full_like", t=target, v=value)
         return site.expr("{f}({t}, {v})", f="@mindspore.ops.assign", t=target, v=value)
-    lhs = target if isinstance(target, cst.Subscript) else site.expr("{t}[...]", t=target)
+    lhs = target if isinstance(target, cst.Subscript) else site.expr(
+        "{t}[:]" if _view_bound(site, target) else "{t}[...]", t=target)
     return _replace_statement(site, cst.SimpleStatementLine([cst.Assign(
         targets=[cst.AssignTarget(lhs)], value=value)]))
+
+
+# methods giving a view of their tensor of at least one dimension
+_VIEW_METHODS = frozenset({"view", "view_as", "reshape", "reshape_as", "t", "permute", "transpose", "flatten",
+                           "unsqueeze", "narrow", "expand", "expand_as", "diagonal", "movedim", "swapaxes",
+                           "swapdims", "unflatten"})
+
+
+def _view_bound(site, target) -> bool:
+    """`y` bound only to views of another tensor (`y = x.view(3, 2)`): MindSpore 2.10 writes
+    `y[...] = v` into y alone (x keeps its values, silently), `y[:] = v` through the view into
+    x, as torch's in-place method does (measured for every method of _VIEW_METHODS; `[:]`
+    needs a dimension, which they all keep)."""
+    from msmigrate.rules.transforms.dtypes import bound_values
+    if not isinstance(target, cst.Name):
+        return False
+    values = bound_values(site.rw, target.value)
+    return bool(values) and all(
+        isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in _VIEW_METHODS
+        and not (v.func.attr.value in ("view", "reshape") and (not v.args or site.code(v.args[0].value) in ("()", "[]")))
+        for v in values)
 
 
 def attribute_choice(node) -> bool:
