@@ -57,7 +57,10 @@ def test_passthrough_list_is_up_to_date(cases):
 # unmarked failures of the cases with their inputs built in the snippet (suite.inline_cases)
 INLINE_KNOWN = {
     "torch.block_diag(a, d)": "raises",   # float32 beside float64: MindSpore's Concat kernel fails
-    "e.median()": "differs",              # the method's own record: 0 where torch gives nan
+}
+# MindSpore's value varies from run to run (uninitialised memory): either outcome is accepted
+INLINE_FLAKY = {
+    "e.median()",                         # of an empty tensor (torch: nan); usually 0, at times nan
 }
 
 
@@ -67,6 +70,7 @@ def test_cases_building_their_inputs_give_torchs_result():
     built in the snippet (as real code builds them): the converter sees their dtypes and
     shapes, and its casts and guards must give torch's result."""
     cases = suite.run(suite.inline_cases())
-    found = {c.id.removeprefix(suite.INLINE): c.outcome for c in cases if c.outcome in suite.FAILURES}
+    found = {c.id.removeprefix(suite.INLINE): c.outcome for c in cases if c.outcome in suite.FAILURES
+             and c.id.removeprefix(suite.INLINE) not in INLINE_FLAKY}
     assert found == INLINE_KNOWN, "\n".join(f"{c.outcome} {c.id}\n    {c.detail}\n    {c.converted!r}"
                                             for c in cases if c.outcome in suite.FAILURES)[:20000]
