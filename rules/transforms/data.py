@@ -338,8 +338,7 @@ def _string(node) -> str | None:
 
 def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     """('pipeline', None) for MindSpore readers, ('map', ncols | 'dict' | None) otherwise."""
-    if isinstance(src, cst.Call) and dotted(src.func) == "msmigrate_dataset_fields" and src.args:
-        src = src.args[0].value   # a converted reader given the fields the file reads
+    src = _without_fields(src)
     prefix = site.code(site.ref(_PIPELINE_ROOT)) + "."
     if site.code(src).startswith(prefix):
         return "pipeline", 2
@@ -380,6 +379,14 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
         if len(kinds) == 1:
             return kinds.pop()
     return "map", None
+
+
+def _without_fields(src):
+    """The converted reader inside `msmigrate_dataset_fields(reader, ...)` (the fields the file
+    reads through its loader); `src` itself otherwise."""
+    if isinstance(src, cst.Call) and dotted(src.func) == "msmigrate_dataset_fields" and src.args:
+        return src.args[0].value
+    return src
 
 
 def _view_columns(site, view, depth: int):
@@ -897,7 +904,7 @@ def _loaders_of(site, name: str) -> int:
 
 def _shuffle_reader(site, src, shuffle):
     """An inline reader (`ds.MnistDataset(..., shuffle=False).map(...)`): its own shuffle=."""
-    if isinstance(src, cst.Call) and dotted(src.func) == "msmigrate_dataset_fields" and src.args:
+    if _without_fields(src) is not src:
         inner = _shuffle_reader(site, src.args[0].value, shuffle)
         return None if inner is None else src.with_changes(args=[src.args[0].with_changes(value=inner),
                                                                  *src.args[1:]])
@@ -1057,7 +1064,7 @@ _LEGACY_FIELDS = {"train_data": "data", "test_data": "data", "train_labels": "ta
 _TENSOR_FIELDS = ("torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST")
 
 
-def _dataset_attributes(site, reader, label: str) -> None:
+def _dataset_attributes(site, reader, label: str):
     """`train_set.targets` / `.data` / `.classes` / `.class_to_idx` of a torchvision dataset, where
     the file reads them: set on the converted reader from a second, untransformed read of the same
     files (torch loads them when the dataset is built, too). Writing `.data`/`.targets` (a subset
@@ -1118,7 +1125,7 @@ def _dataset_attributes(site, reader, label: str) -> None:
                                 f"build it from {name}.create_tuple_iterator(output_numpy=True)", stop=True)
             continue
         kind = site.qualname.rsplit(".", 1)[-1]
-        if name.endswith(".dataset"):
+        if loader is not None:
             inline[field] = value
             continue
         site.after(site.stmt(f"{name}.{field} = {{v}}  # torchvision's {kind}.{field}\n", v=value))
