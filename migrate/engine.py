@@ -726,7 +726,7 @@ class Rewriter(cst.CSTTransformer):
         # `if __name__ == "__main__":` block): its calls convert as where it is made
         self.instances.update(_late_instances(ctx.module, ctx.names.imports, table))
         self.implicit: set[int] = set()
-        self.type_checks = 0  # inside isinstance()/issubclass(): classes are only compared
+        self.type_checks = 0  # inside isinstance()/issubclass() or an annotation: classes are only named
         self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
         self.original_call: cst.Call | None = None   # the torch call being converted (promote)
         self.functions: list[str] = []  # names of the enclosing function definitions
@@ -1116,6 +1116,14 @@ class Rewriter(cst.CSTTransformer):
     def leave_Comparison(self, original, updated):
         if _is_type_test(original):
             self.type_checks -= 1
+        return updated
+
+    # an annotation (`x: torch.Tensor`) names a class as isinstance does: nothing is called
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self.type_checks += 1
+
+    def leave_Annotation(self, original, updated):
+        self.type_checks -= 1
         return updated
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:

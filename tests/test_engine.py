@@ -237,3 +237,14 @@ def test_an_in_place_method_binds_its_keywords_as_the_method_does():
     assert "t[...] = ops.tensor_scatter_elements(t, i, (s if s.shape == i.shape" in result.code
     assert "t[...] = msmigrate_scatter_reduce(t, 0, i, s, 'amax')" in result.code
     assert "u = t\n" in result.code and "_(" not in result.code.split("u = t")[0].split("s = ops.ones")[1]
+
+
+def test_classes_named_in_annotations_are_renamed_without_markers():
+    """`x: torch.Tensor` only names the class, as isinstance does: no "used as a value" marker
+    about argument differences (there is no call); a class used as a value elsewhere still gets one."""
+    src = ("import torch\nfrom torch import nn\n\n"
+           "def f(x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:\n    return x\n\n"
+           "Norm = nn.LayerNorm\n")
+    result = convert_source(src)
+    assert "def f(x: ms.Tensor, norm: nn.LayerNorm) -> ms.Tensor:" in result.code
+    assert [d.line for d in result.diagnostics] == [7]
