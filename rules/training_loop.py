@@ -600,6 +600,8 @@ class TrainingLoopPass(PathTransformer):
         self.later: dict[int, list] = {}   # id(original statement of an outer block) -> its replacement
         self._blocks_of: dict[int, list] | None = None   # id(statement) -> its block (original nodes)
         self.later_reads: set[str] = set()   # names a later step of the block may compute again from
+        self.branches: list[cst.If] = []   # the `if` statements around the visited node
+        self.branch_depth: dict[int, int] = {}   # id(loop) -> how many of them are around it
 
     # ---- bookkeeping ----------------------------------------------------------------
     def visit_FunctionDef(self, node) -> None:
@@ -675,9 +677,24 @@ class TrainingLoopPass(PathTransformer):
 
     def visit_For(self, node) -> None:
         self.loops[-1].append(node)
+        self.branch_depth[id(node)] = len(self.branches)
 
     def visit_While(self, node) -> None:
         self.loops[-1].append(node)
+        self.branch_depth[id(node)] = len(self.branches)
+
+    def visit_If(self, node) -> None:
+        self.branches.append(node)
+
+    def leave_If(self, original, updated):
+        self.branches.pop()
+        return updated
+
+    def _conditional_in(self, loop) -> bool:
+        """Whether the block being rewritten runs under an `if` inside `loop` (the step of one
+        phase: `if optimizer is not None:` in a function also evaluating): what builds the step
+        (reading the optimizer) goes there too, not before the loop."""
+        return len(self.branches) > self.branch_depth.get(id(loop), 0)
 
     def _leave_loop(self, original, updated):
         self.loops[-1].pop()
@@ -1407,7 +1424,7 @@ class TrainingLoopPass(PathTransformer):
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
             defs = self._cached_on_self(defs, names["step"])
-            if loop is not None:
+            if loop is not None and not self._conditional_in(loop):
                 self.pending.setdefault(id(loop), []).extend(defs)
             else:
                 new_body = defs + new_body
@@ -1424,7 +1441,7 @@ class TrainingLoopPass(PathTransformer):
             lookup = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
                                  f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
                       self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")]
-            if loop is not None:
+            if loop is not None and not self._conditional_in(loop):
                 self.pending.setdefault(id(loop), []).extend(lookup)
             else:
                 new_body = lookup + new_body

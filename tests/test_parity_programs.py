@@ -52,6 +52,7 @@ STEPS = {
     "train_rnn_output_after_loop.py": 8,   # both epochs of four words
     "train_trainer_object.py": 6,   # past the end of the loader (StopIteration, iterated again)
     "train_infinite_loader.py": 6,
+    "train_phase_conditional_step.py": 12,   # run_epoch, then both epochs of the phase loop (StepLR)
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

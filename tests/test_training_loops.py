@@ -615,3 +615,26 @@ def test_values_changed_between_steps_come_in_as_arguments_only_where_they_chang
     code = convert_source(kept, "kept.py").code
     assert "def train_step(x, y):" in code and "        loss = train_step(x, y)\n        self.cost = loss\n" in code, code
     assert "self.model.set_train(True)" in code   # a plain object's network is no Cell's child
+
+
+def test_a_backward_pass_under_a_condition_gets_the_loss_statements_in_its_branch():
+    """The loss computed before `if phase == "train": loss.backward()` (one loop for training and
+    evaluation): its statements go into the branch (the compiled step) and a copy into `else`
+    (evaluation, before an `elif` there). A condition reading what they compute cannot be
+    evaluated before them: left as it was, and marked."""
+    src = ("import torch\nimport torch.nn as nn\nnet = nn.Linear(4, 2)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+           "x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))\n"
+           "for phase in ['train', 'val', 'test']:\n"
+           "    out = net(x)\n    loss = nn.functional.cross_entropy(out, y)\n"
+           "    if phase == 'train':\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+           "    elif phase == 'val':\n        print('val')\n"
+           "    print(phase, loss.item())\n")
+    result = convert_source(src, "phase.py")
+    assert not result.diagnostics, result.diagnostics
+    code = result.code
+    step = code.index("    if phase == 'train':\n        loss, out = train_step()\n    else:\n")
+    assert code.index("        out = net(x)\n", step) < code.index("        if phase == 'val':\n", step)
+    compile(code, "phase.py", "exec")
+    reading = src.replace("if phase == 'train':", "if loss.item() > 0:")
+    marked = convert_source(reading, "phase.py")
+    assert [(d.code, d.line) for d in marked.diagnostics if d.code == "MSC102"] == [("MSC102", 11)]
