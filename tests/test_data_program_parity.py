@@ -126,6 +126,9 @@ big, small = random_split(rows, [n_fit, len(rows) - n_fit])
 ratio = [0.7, 0.3]
 seventy, thirty = random_split(rows, ratio)   # fractions in a variable
 records = DataLoader(Records(), batch_size=6)
+# loaders in a dict (the phase loop's `dataloaders[phase]`), one over an inline shuffled Subset
+in_dict = {"sub": DataLoader(Subset(rows, list(range(2, 14))), batch_size=4, shuffle=True),
+           "plain": DataLoader(rows, batch_size=6)}
 
 
 def loader_of(dataset):
@@ -162,6 +165,8 @@ res = {
                epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
               [len(fit), len(held), len(rest)], [len(big), len(small)], [len(seventy), len(thirty)]],
     "counted": [passed_in, made_in_function],
+    "in_dict": [len(in_dict["sub"].dataset), len(in_dict["plain"].dataset),
+                sorted(epoch_summary(in_dict["sub"])[1]), batches(in_dict["plain"])],
     "records": [len(records), [[sorted(b), float(b["features"].sum()), [int(v) for v in b["label"]],
                                 float(b["weight"].sum())] for b in records],
                 [float(b["features"].sum()) + int(b["label"]) for b in records_unbatched]],

@@ -17,7 +17,7 @@ import re
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
-from msmigrate.names import dotted, is_source, resolve
+from msmigrate.names import dotted, is_source, resolve, walk
 from msmigrate.rules.generated import data as generated_data
 from msmigrate.rules.generated import vision as generated_vision
 from msmigrate.rules.transforms.common import generated
@@ -171,7 +171,11 @@ def subset(site):
     if src is None or indices is None:
         raise Unconvertible("Subset without its dataset and indices", "manual")
     sampler = site.expr("{S}(list({i}))", S=site.ref("mindspore.dataset.SubsetSampler"), i=indices)
-    _view_reads(site, [site.assigned_name] if site.assigned_name else [])
+    stmt = site.statement
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+            (site.rw.scopes.resolve(small.value.func) or "").endswith("Subset"):
+        _view_reads(site, [site.assigned_name])   # the name is the view's (not a dict's holding it)
     return _source_pipeline(site, src, sampler)
 
 
@@ -457,9 +461,9 @@ def data_loader(site):
         except ValueError:
             shuffled = None
         if shuffled is not False and dotted(src) is None:
-            pipeline = _shuffle_reader(site, src, shuffle)
-            if pipeline is None:
-                raise Unconvertible("shuffling an inline pipeline: bind it to a name first", "manual")
+            pipeline = _shuffle_reader(site, src, shuffle) or cst.Call(
+                generated(site, generated_data.msmigrate_shuffled),
+                [cst.Arg(src)] + ([] if shuffled else [cst.Arg(shuffle)]))
         elif shuffled is not False:
             pipeline = site.expr("{s}.shuffle({s}.get_dataset_size())", s=src)
             if shuffled is None:  # shuffle(buffer_size) rejects sizes below 2: no no-op form
@@ -649,8 +653,7 @@ def _keep_source(site, src, loader):
         name = _free_name(site, "loader")
     if small is None or not isinstance(small.value, cst.Call) or \
             not (site.rw.scopes.resolve(small.value.func) or "").endswith("DataLoader"):
-        _unkept(site, None)   # in a container, an argument, ...: the file reads some .dataset
-        return loader
+        return _with_dataset(site, src, loader)   # in a container, an argument, ...
     if dotted(src) is None:
         hoisted = cst.Name(_free_name(site, name.rsplit(".", 1)[-1] + "_dataset"))
         swapped = _replace_node(loader, src, hoisted)
@@ -674,10 +677,39 @@ def _keep_source(site, src, loader):
     return loader
 
 
-def _free_name(site, base: str) -> str:
-    """`base`, or `base_2`, ...: a name the file does not use (the program's own variables stay theirs)."""
+def _with_dataset(site, src, loader):
+    """A loader made where no statement can set its `.dataset` (`{"train": DataLoader(...)}`,
+    an argument): the generated msmigrate_with_dataset sets it. A source computed by a call is
+    bound with `:=` where the loader reads it, so that both are one object, made once."""
+    made = site.rw.original_call
+    if site.statement is not None and any(isinstance(n, (cst.CompFor, cst.For)) and any(m is made for m in walk(n.iter))
+                                          for n in walk(site.statement)):
+        return loader   # iterated where it is made: nothing reads its .dataset (and `:=` is no comprehension's iterable)
+    if dotted(src) is None:
+        target = src
+        if _replace_node(loader, src, cst.Name("_")).deep_equals(loader):
+            # rebuilt (an inline reader given shuffle=True): what the loader batches
+            if not (isinstance(loader, cst.Call) and isinstance(loader.func, cst.Attribute)
+                    and loader.func.attr.value == "batch"):
+                _unkept(site, None)
+                return loader
+            target = loader.func.value
+        if any(isinstance(n, cst.Call) for n in walk(target)):
+            bound_here = site.rw.__dict__.setdefault("_loader_datasets", set())   # this file's, so far
+            name = cst.Name(_free_name(site, "loader_dataset", bound_here))
+            bound_here.add(name.value)
+            bound = cst.NamedExpr(target=name, value=target, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            loader, src = _replace_node(loader, target, bound), name
+        else:
+            src = target
+    return cst.Call(generated(site, generated_data.msmigrate_with_dataset), [cst.Arg(loader), cst.Arg(src)])
+
+
+def _free_name(site, base: str, taken=frozenset()) -> str:
+    """`base`, or `base_2`, ...: a name the file does not use (the program's own variables stay
+    theirs), nor any in `taken`."""
     name, n = base, 1
-    while re.search(rf"\b{re.escape(name)}\b", site.rw.module_code):
+    while name in taken or re.search(rf"\b{re.escape(name)}\b", site.rw.module_code):
         n += 1
         name = f"{base}_{n}"
     return name
