@@ -324,6 +324,10 @@ def load(site):
         weights_only = site.literal("weights_only", None)
     except ValueError:
         weights_only = None
+    if not any(q == "torch.save" for q, _, _ in _checkpoint_calls(site)):
+        site.flag("review", f"{site.qualname}: this program saves no checkpoint, so it reads one written "
+                            f"elsewhere: a file torch.save wrote is no MindSpore checkpoint; convert it once "
+                            f"with `msmigrate weights FILE.pt -o FILE.ckpt --model ...`")
     name = site.assigned_name
     used_as_module = name is not None and re.search(
         rf"(?<![\w.]){re.escape(name)}(\.(eval|train|forward|to|cuda)\s*\(|\()", site.rw.module_code)
