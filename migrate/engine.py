@@ -24,7 +24,7 @@ from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, TargetBindings, analyze_source, dotted,
                              plain_classes, TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
-                             resolve, taken_names)
+                             resolve, taken_names, walk)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 from msmigrate.compile_check import uncompile_unsound_steps
 from msmigrate.torch_left import stop_at_top
@@ -296,10 +296,16 @@ class Site:
         if any(v is None for v in nodes.values()):   # the API used as a value, or an argument missing
             raise Unconvertible("used without the arguments its conversion needs (not called here, "
                                 "or an argument is missing): convert this use by hand")
+        template, nodes, bound = _computed_once(template, nodes)
         for key in _PRIMARY_SLOT.findall(template):   # `{x}.attr`, `{x}[i]`, `{x}(...)`
             if key in nodes:
                 nodes[key] = _primary(nodes[key])
-        return parse_template_expression(template, self.rw.config, **nodes)
+        out = parse_template_expression(template, self.rw.config, **nodes)
+        if bound:   # `(lambda v: <template>)(value)`: MindSpore compiles it in a graph (not `:=`)
+            lam = cst.Lambda(cst.Parameters([cst.Param(cst.Name(n)) for n in bound]), out,
+                             lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            out = cst.Call(lam, [cst.Arg(v) for v in bound.values()])
+        return out
 
     def stmt(self, template: str, **nodes) -> cst.BaseStatement:
         return parse_template_statement(template, self.rw.config, **nodes)
@@ -352,6 +358,38 @@ class Site:
 
 _PRIMARY_SLOT = re.compile(r"\{(\w+)\}[.\[(]")
 _PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.List, cst.Dict)
+
+
+def _computed_once(template: str, nodes: dict) -> tuple[str, dict, dict]:
+    """A value a call computes placed more than once by a template (`{x} / norm({x})` for
+    `F.normalize(self.drop(h))`) would be computed again, a second dropout or random draw (silently
+    another result): each such value becomes a parameter of a lambda the template is the body of.
+    Returns the template, its slots and {parameter: value} (empty when nothing is placed twice)."""
+    uses = {k: template.count("{" + k + "}") for k in nodes}
+    groups: dict[str, list[str]] = {}
+    for key, value in nodes.items():
+        if uses[key] and isinstance(value, cst.BaseExpression) and any(
+                isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr)) or
+                (isinstance(n, cst.Call) and dotted(n.func) not in _PURE_BUILTINS) for n in walk(value)):
+            code = _BARE.code_for_node(value.with_changes(lpar=[], rpar=[]))
+            groups.setdefault(code, []).append(key)
+    twice = {code: keys for code, keys in groups.items() if sum(uses[k] for k in keys) > 1}
+    if not twice:
+        return template, nodes, {}
+    taken = set(re.findall(r"\w+", template + " ".join(
+        _BARE.code_for_node(v) for v in nodes.values() if isinstance(v, cst.CSTNode))))
+    bound = {}
+    for code, keys in twice.items():
+        name = next(n for n in ("v", "value", "v_", "v__", "v___") + tuple(f"v{i}" for i in range(99))
+                    if n not in taken and n not in bound)
+        bound[name] = nodes[keys[0]]
+        for key in keys:
+            nodes = {**nodes, key: cst.Name(name)}
+    return template, nodes, bound
+
+
+_BARE = cst.Module([])
+_PURE_BUILTINS = {"isinstance", "getattr", "hasattr", "len", "type", "int", "float", "bool", "str", "tuple"}
 
 
 def _primary(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -660,9 +698,15 @@ def _respace(original: tuple, new: list[cst.Arg]) -> list[cst.Arg]:
         sep = last_comma
     else:
         sep = cst.MaybeSentinel.DEFAULT
-    multiline = isinstance(sep, cst.Comma) and "\n" in cst.Module([]).code_for_node(sep)
+    multiline = isinstance(sep, cst.Comma) and "\n" in _BARE.code_for_node(sep)
+    if multiline and isinstance(sep.whitespace_after, cst.ParenthesizedWhitespace):
+        # the separator of a new argument: the line break and indent, not the comment after the
+        # original argument (an argument keeps its own: `nn.Linear(4, 8),  # first`)
+        sep = sep.with_changes(whitespace_after=sep.whitespace_after.with_changes(
+            first_line=cst.TrailingWhitespace(), empty_lines=[]))
     for i, a in enumerate(new[:-1]):
-        if multiline or not isinstance(a.comma, cst.Comma) or i >= len(original) - 1:
+        own = isinstance(a.comma, cst.Comma) and i < len(original) - 1
+        if not own or (multiline and "\n" not in _BARE.code_for_node(a.comma)):
             new[i] = a.with_changes(comma=sep)
     new[-1] = new[-1].with_changes(comma=last_comma)
     return new
@@ -1050,6 +1094,11 @@ class Rewriter(cst.CSTTransformer):
         return updated
 
     # ---- references ------------------------------------------------------------------
+    def _named_field(self, node: cst.Attribute) -> bool:
+        """`m.indices` of a name bound to torch's named-tuple result (`m = torch.max(x, 1)`)."""
+        return isinstance(node.value, cst.Name) and \
+            node.attr.value in self.named_results[-1].get(node.value.value, ())
+
     def _skip_chain(self, expr) -> None:
         """The dotted chain of a call's func or a class base is resolved by the enclosing node."""
         while True:
@@ -1062,10 +1111,11 @@ class Rewriter(cst.CSTTransformer):
         self._skip_chain(node.func)
         func = node.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and \
-                any(r.read for r in self.table.methods(func.value.attr.value)) and \
+                (any(r.read for r in self.table.methods(func.value.attr.value)) or self._named_field(func.value)) and \
                 not is_source(self.scopes.resolve(func.value)):    # not a module path: torch.utils.data.X
-            # a method called on a tensor attribute read (`w.data.numpy()`, `x.real.sum()`): the
-            # receiver is read like any other (leave_Attribute)
+            # a method called on a tensor attribute read (`w.data.numpy()`, `x.real.sum()`) or on
+            # a field of a named result (`m = x.max(1)` ... `m.indices.tolist()`): the receiver is
+            # read like any other (leave_Attribute)
             self.skip.discard(id(func.value))
         q = self.scopes.resolve(func)
         rec = self.table.lookup(q) if is_source(q) else None

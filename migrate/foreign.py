@@ -22,6 +22,9 @@ import libcst as cst
 from msmigrate.names import TargetBindings, bound_names
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
+# a tensor's methods handing its values to the host: what they return has its own methods
+# (`a.round(3)` of NumPy, `lst.index(v)`, `lst.sort()` of a list)
+_HOST_VALUES = frozenset({"numpy", "tolist", "item"})
 _MAX_ROUNDS = 4
 
 
@@ -33,8 +36,6 @@ def foreign_receivers(module: cst.Module, imports: Mapping[str, str],
     (`mask[i, p[0]] = 1`: MindSpore's tensor indexing rejects NumPy integers, torch's takes them)."""
     libs = frozenset(libraries)
     own = {name for name, q in imports.items() if q.split(".")[0] in libs}
-    if not own:
-        return set(), set()
     analysis = _Analysis(module, own)
     facts: dict[tuple[str, str], bool] = {}
     for _ in range(_MAX_ROUNDS):
@@ -311,6 +312,8 @@ class _Analysis:
         if isinstance(expr, cst.Attribute):
             return self._foreign(expr.value, env)
         if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_VALUES and not expr.args:
+                return True   # `t.detach().numpy()`, `t.tolist()`: a NumPy array, a Python list or number
             return self._foreign(expr.func, env)
         if isinstance(expr, cst.Subscript):
             return self._foreign(expr.value, env)

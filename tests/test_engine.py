@@ -248,3 +248,11 @@ def test_classes_named_in_annotations_are_renamed_without_markers():
     result = convert_source(src)
     assert "def f(x: ms.Tensor, norm: nn.LayerNorm) -> ms.Tensor:" in result.code
     assert [d.line for d in result.diagnostics] == [7]
+
+
+def test_comments_after_the_arguments_of_a_rebuilt_multi_line_call_stay_with_their_arguments():
+    src = ("import torch.nn as nn\n\nnet = nn.Sequential(\n    nn.Linear(4, 8),  # first\n    nn.ReLU(),  # act\n"
+           "    nn.Linear(8, 2),  # last\n)\nup = nn.ConvTranspose2d(\n    8, 4, 3,  # sizes\n    stride=2,\n)\n")
+    code = convert_source(src).code
+    assert "    nn.Dense(4, 8),  # first\n    nn.ReLU(),  # act\n    nn.Dense(8, 2),  # last\n)" in code
+    assert code.count("# sizes") == 1 and code.count("# act") == 1, code

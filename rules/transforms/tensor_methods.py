@@ -489,10 +489,6 @@ def xlogy(site):
     other = site.arg("other")
     if other is None:
         raise Unconvertible("xlogy() without other")
-    if not repeatable(site.receiver):
-        site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
-                            f"name the receiver to get the zero-safe form")
-        return site.expr("{f}({r}, {o})", f="@mindspore.ops.xlogy", r=site.receiver, o=other)
     return site.expr("{f}({r}, {w}({r} == 0, 1.0, {o}))", f="@mindspore.ops.xlogy", r=site.receiver,
                      w="@mindspore.ops.where", o=other)
 

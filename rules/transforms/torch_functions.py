@@ -80,15 +80,19 @@ def scaled_other(site):
 @_calls("input", "other")
 def xlogy(site):
     """torch.xlogy(x, y) is 0 where x == 0 (MindSpore: nan when y is 0 too, bool False/False
-    included): the zero-safe form of Tensor.xlogy, ops.xlogy(x, ops.where(x == 0, 1.0, y))."""
-    from msmigrate.rules.transforms.common import repeatable
+    included): the zero-safe form of Tensor.xlogy, ops.xlogy(x, ops.where(x == 0, 1.0, y)) (x
+    computed once: msmigrate.engine binds a value a template places twice)."""
     if not _is_none(site.arg("out")):
         site.flag("MSC105", f"{site.qualname}: out={site.code(site.arg('out'))} has no MindSpore "
                             f"equivalent (only None); argument dropped")
     x, y = site.arg("input"), site.arg("other")
-    if not repeatable(x):
-        site.flag("review", f"{site.qualname}: MindSpore's xlogy(0, 0) is nan (torch: 0); "
-                            f"name the first argument to get the zero-safe form")
+    try:
+        number = literal_value(x)
+    except ValueError:
+        number = None
+    if isinstance(number, (int, float)):   # a number: no tensor to compare with 0
+        if number == 0:
+            site.flag("review", f"{site.qualname}(0, y): MindSpore's is nan where y is 0 (torch: 0)")
         return site.expr("{f}({x}, {y})", f="@mindspore.ops.xlogy", x=x, y=y)
     return site.expr("{f}({x}, {w}({x} == 0, 1.0, {y}))", f="@mindspore.ops.xlogy", x=x,
                      w="@mindspore.ops.where", y=y)
