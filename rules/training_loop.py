@@ -1306,6 +1306,8 @@ class TrainingLoopPass(PathTransformer):
             python_object = self._distribution_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
         if python_object is None:
             python_object = self._host_function_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
+        if python_object is None:
+            python_object = self._random_callee_twice(slice_stmts + ([loss_stmt] if loss_stmt else []))
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen] + recomputed)
         if cut is not None:
             name, where = cut
@@ -2680,6 +2682,38 @@ class TrainingLoopPass(PathTransformer):
         code = f"@{self._ref('mindspore.jit')}\ndef {name}({args}):\n" + "".join(f"    {ln}\n" for ln in lines)
         return self._stmt(code)
 
+    # builtins a step calls (no random draws of their own)
+    _PLAIN_CALLS = frozenset({"len", "range", "int", "float", "bool", "print", "isinstance", "zip", "list", "tuple",
+                              "dict", "sum", "min", "max", "abs", "getattr", "enumerate", "round", "str"})
+
+    def _random_callee_twice(self, stmts: list) -> str | None:
+        """`z1, z2 = model(aug(x)), model(aug(x))` in a program seeding its generator: called
+        twice in one static graph, a network with dropout or a function drawing random numbers
+        draws the same numbers at both calls in MindSpore 2.10 when a global seed is set (torch:
+        two draws; two views of SimCLR, R-Drop). 'name(...) twice' of the first such callee."""
+        source = self.ctx.source
+        if not re.search(r"\bmanual_seed\(|\bseed\(", source):
+            return None
+        functions = {f.name.value: f for f in walk(self.module) if isinstance(f, cst.FunctionDef)}
+        layers_draw = re.search(r"[Dd]ropout|bernoulli|multinomial|RReLU|rrelu|gumbel|rsample\(", source) is not None
+
+        def draws(name: str) -> bool:
+            """A function of the file drawing random numbers, or a network in a file with random layers."""
+            fn = functions.get(name.rsplit(".", 1)[-1])
+            if fn is not None and (name.startswith("self.") or "." not in name):
+                return re.search(r"rand|dropout|bernoulli|multinomial|normal|uniform",
+                                 cst.Module([]).code_for_node(fn.body)) is not None
+            return layers_draw
+        counts: dict[str, int] = {}
+        for stmt in stmts:
+            for n in walk(stmt):
+                if isinstance(n, cst.Call):
+                    name = dotted(n.func)
+                    if name is not None and not is_source(self._q(n.func)) and "." not in name.replace("self.", "", 1):
+                        counts[name] = counts.get(name, 0) + 1
+        twice = [name for name, k in counts.items() if k > 1 and name not in self._PLAIN_CALLS and draws(name)]
+        return f"twice:{twice[0]}" if twice else None
+
     def _uncompiled(self, defs: list, step: str, python_object: str, backward_stmt) -> list:
         """The definitions with the step's @jit replaced by a marker: its loss is computed
         through a plain Python object (or a torch.distributions object built in the step)."""
@@ -2696,6 +2730,11 @@ class TrainingLoopPass(PathTransformer):
                 "or not compile)")
         message = (f"{step} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
                    f"'{python_object}', {what}: it trains like torch but slower")
+        if python_object.startswith("twice:"):
+            message = (f"{step} left uncompiled (PyNative, no @ms.jit): '{python_object[6:]}' is called "
+                       f"more than once in it, and with a global seed MindSpore 2.10's static graph draws "
+                       f"the same random numbers (dropout masks, noise) at each call where torch draws anew: "
+                       f"it trains like torch but slower")
         self.reporter.flag("MSC109", message, *self._pos(backward_stmt))
         marker = cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))
         return [d.with_changes(decorators=[], leading_lines=[*d.leading_lines, marker])

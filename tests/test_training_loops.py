@@ -638,3 +638,25 @@ def test_a_backward_pass_under_a_condition_gets_the_loss_statements_in_its_branc
     reading = src.replace("if phase == 'train':", "if loss.item() > 0:")
     marked = convert_source(reading, "phase.py")
     assert [(d.code, d.line) for d in marked.diagnostics if d.code == "MSC102"] == [("MSC102", 11)]
+
+
+@pytest.mark.framework
+def test_a_random_function_called_twice_in_a_seeded_step_draws_twice(tmp_path):
+    """Two augmented views in one step (`augment(x), augment(x)`, SimCLR): with a global seed a
+    MindSpore 2.10 static graph draws the same numbers at both calls (the views were equal and the
+    loss 0 at every step, silently); the step is left uncompiled (MSC109), where each call draws anew.
+    The same step without a seed stays compiled."""
+    src = ("import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n\n\ndef augment(x):\n"
+           "    return x + 0.1 * torch.randn_like(x)\n\n\nnet = nn.Linear(4, 4)\n"
+           "opt = torch.optim.SGD(net.parameters(), lr=0.1)\ndata = torch.randn(16, 4)\nperm = torch.randperm(16)\n"
+           "for step in range(3):\n    x = data[perm[step * 4:(step + 1) * 4]].to('cpu')\n    v1, v2 = augment(x), augment(x)\n"
+           "    loss = (net(v1) - net(v2)).pow(2).mean()\n    opt.zero_grad()\n    loss.backward()\n"
+           "    opt.step()\n    print(f'loss {loss.item()}')\n")
+    result = convert_source(src, "views.py")
+    assert [d.code for d in result.diagnostics] == ["MSC109"] and "'augment' is called more" in result.diagnostics[0].message
+    out = tmp_path / "views.py"
+    out.write_text(result.code)
+    losses = _printed_losses(out, cwd=tmp_path)
+    assert len(losses) == 3 and min(losses) > 1e-5, losses
+    unseeded = convert_source(src.replace("torch.manual_seed(0)\n", ""), "views.py")
+    assert not unseeded.diagnostics and "@ms.jit" in unseeded.code
