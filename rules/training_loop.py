@@ -74,6 +74,14 @@ def writes_of(stmts: list) -> set[str]:
     return set().union(*(writes(s) for s in stmts)) if stmts else set()
 
 
+def _compiled(defs: list, step: str) -> str:
+    """`train_step`, or `train_step, apply_opt_e, apply_opt_d`: the compiled functions a step's
+    definitions make (one per optimizer where several share a backward pass), which a factory
+    returns and a cache holds together: the step's caller calls them all."""
+    extra = [d.name.value for d in defs if isinstance(d, cst.FunctionDef) and d.decorators and d.name.value != step]
+    return ", ".join([step, *extra])
+
+
 def _method_stmt(stmt, method: str) -> cst.Call | None:
     call = _call_of(stmt)
     if call is not None and isinstance(call.func, cst.Attribute) and call.func.attr.value == method:
@@ -774,7 +782,7 @@ class TrainingLoopPass(PathTransformer):
         MindSpore keeps no gradients between steps, and its optimizers and Cells have no
         zero_grad (AttributeError mid-run)."""
         call = _method_stmt(stmt, "zero_grad")
-        if call is None or call.args:
+        if call is None or any(a.keyword is None or a.keyword.value != "set_to_none" for a in call.args):
             return False
         receiver = dotted(call.func.value)
         if self._is_optimizer(receiver):
@@ -1421,7 +1429,7 @@ class TrainingLoopPass(PathTransformer):
             bound = sorted(_target_names(per_object.target), key=self._code(per_object.target).find)
             factory = self._factory(defs, self.fresh(f"make_{names['step']}"), names["step"], bound)
             self.pending.setdefault(id(loop), []).extend([factory, self._stmt(f"{cache} = {{}}")])
-            return self._cached_per_object(factory.name.value, bound, names["step"], cache,
+            return self._cached_per_object(defs, factory.name.value, bound, names["step"], cache,
                                            step["optimizer"]) + new_body
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
@@ -1442,7 +1450,7 @@ class TrainingLoopPass(PathTransformer):
             self.pending.setdefault(id(scope), []).extend([factory, self._stmt(f"{cache} = {{}}")])
             lookup = [self._stmt(f"if {self._ids(owner)} not in {cache}:\n"
                                  f"    {cache}[{self._ids(owner)}] = {factory.name.value}({', '.join(owner)})\n"),
-                      self._stmt(f"{names['step']} = {cache}[{self._ids(owner)}]")]
+                      self._stmt(f"{_compiled(defs, names['step'])} = {cache}[{self._ids(owner)}]")]
             if loop is not None and not self._conditional_in(loop):
                 self.pending.setdefault(id(loop), []).extend(lookup)
             else:
@@ -1927,25 +1935,26 @@ class TrainingLoopPass(PathTransformer):
         """`def make_train_step(net, opt): <defs>; return train_step`: each object's step closes
         over its own network, optimizer and grad_fn (definitions rebound by a loop would leave
         an earlier step calling the latest grad_fn when it is compiled again)."""
-        factory = self._stmt(f"def {name}({', '.join(params)}):\n    return {step}\n")
+        factory = self._stmt(f"def {name}({', '.join(params)}):\n    return {_compiled(defs, step)}\n")
         body = [d.with_changes(leading_lines=[]) if i == 0 else d for i, d in enumerate(defs)]
         return factory.with_changes(body=factory.body.with_changes(body=[*body, *factory.body.body]),
                                     leading_lines=[cst.EmptyLine(indent=False)])
 
-    def _cached_per_object(self, factory: str, params: list[str], step: str, cache: str, key: str) -> list:
+    def _cached_per_object(self, defs: list, factory: str, params: list[str], step: str, cache: str,
+                           key: str) -> list:
         """Build the step once per `key` object (first time the loop meets it), then reuse it."""
         return [self._stmt(f"if id({key}) not in {cache}:\n    {cache}[id({key})] = {factory}({', '.join(params)})\n"),
-                self._stmt(f"{step} = {cache}[id({key})]")]
+                self._stmt(f"{_compiled(defs, step)} = {cache}[id({key})]")]
 
     def _cached_on_self(self, defs: list, step: str) -> list:
         """Wrap the definitions in `if not hasattr(self, '_<step>'):` and bind the step."""
         attr = f"_msmigrate_{step}"
         guard = self._stmt(f"if not hasattr(self, {attr!r}):\n    pass\n")
         body = [d.with_changes(leading_lines=[]) if i == 0 else d for i, d in enumerate(defs)]
-        body.append(self._stmt(f"self.{attr} = {step}"))
+        body.append(self._stmt(f"self.{attr} = {_compiled(defs, step)}"))
         guard = guard.with_changes(body=guard.body.with_changes(body=body),
                                    leading_lines=[cst.EmptyLine(indent=False)])
-        return [guard, self._stmt(f"{step} = self.{attr}")]
+        return [guard, self._stmt(f"{_compiled(defs, step)} = self.{attr}")]
 
     def _is_zero_grad(self, stmt) -> bool:
         return _method_stmt(stmt, "zero_grad") is not None
@@ -2389,7 +2398,8 @@ class TrainingLoopPass(PathTransformer):
             ret = ", ".join(rets + extra_returns)
             step_args = ", ".join([*inputs, *update_inputs, flag])
             call_pre = [self._stmt(f"{flag} = {self._code(step['if'].test)}")]
-            call_args = f"{self._call_arguments(step, [*inputs, *update_inputs])}, {ms_('mindspore.Tensor')}({flag})"
+            call_args = ", ".join(a for a in (self._call_arguments(step, [*inputs, *update_inputs]),
+                                              f"{ms_('mindspore.Tensor')}({flag})") if a)
         else:
             call_args = self._call_arguments(step, [*inputs, *update_inputs])
         at = defs.index(grad) + 1

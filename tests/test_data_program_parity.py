@@ -29,7 +29,7 @@ import json
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, SequentialSampler, Subset, TensorDataset, random_split
+from torch.utils.data import DataLoader, Dataset, SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, random_split
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((23, 4)).astype("float32")
@@ -57,6 +57,21 @@ class Records(Dataset):
 
     def __getitem__(self, i):
         return {"features": torch.from_numpy(X[i]), "label": int(Y[i]), "weight": float(i)}
+
+
+class StoredRows(Dataset):
+    """Rows stored as tuples, returned whole; a one-line __getitem__; a string in each sample."""
+
+    def __init__(self):
+        self.rows = [(i % 3, "abcde"[: 1 + i % 5]) for i in range(7)]
+
+    def __len__(self): return len(self.rows)
+
+    def __getitem__(self, i): return self.rows[i]
+
+
+def by_length(batch):
+    return torch.tensor([label for label, _ in batch]), torch.tensor([len(word) for _, word in batch])
 
 
 def collate(batch):
@@ -126,6 +141,9 @@ big, small = random_split(rows, [n_fit, len(rows) - n_fit])
 ratio = [0.7, 0.3]
 seventy, thirty = random_split(rows, ratio)   # fractions in a variable
 records = DataLoader(Records(), batch_size=6)
+stored = DataLoader(StoredRows(), batch_size=3, collate_fn=by_length)
+# all the weight on one sample (a tensor of weights, as torch takes them): every draw is sample 4
+weighted = DataLoader(rows, batch_size=4, sampler=WeightedRandomSampler(torch.tensor([0.0, 0, 0, 0, 1.0] + [0.0] * 18), 8))
 # loaders in a dict (the phase loop's `dataloaders[phase]`), one over an inline shuffled Subset
 in_dict = {"sub": DataLoader(Subset(rows, list(range(2, 14))), batch_size=4, shuffle=True),
            "plain": DataLoader(rows, batch_size=6)}
@@ -165,6 +183,8 @@ res = {
                epoch_summary(loader_a)[2] + epoch_summary(loader_b)[2]],
               [len(fit), len(held), len(rest)], [len(big), len(small)], [len(seventy), len(thirty)]],
     "counted": [passed_in, made_in_function],
+    "stored": [[[int(v) for v in a], [int(v) for v in b]] for a, b in stored],
+    "weighted": batches(weighted),
     "in_dict": [len(in_dict["sub"].dataset), len(in_dict["plain"].dataset),
                 sorted(epoch_summary(in_dict["sub"])[1]), batches(in_dict["plain"])],
     "records": [len(records), [[sorted(b), float(b["features"].sum()), [int(v) for v in b["label"]],

@@ -53,6 +53,7 @@ STEPS = {
     "train_trainer_object.py": 6,   # past the end of the loader (StopIteration, iterated again)
     "train_infinite_loader.py": 6,
     "train_phase_conditional_step.py": 12,   # run_epoch, then both epochs of the phase loop (StepLR)
+    "train_two_optimizers_in_function.py": 8,   # both parts
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -45,6 +45,13 @@ def msmigrate_load_checkpoint(path, **options):
         raise FileNotFoundError(f"No such file or directory: '{path}'")
     with open(path, "rb") as f:
         head = f.read(2)
+    if head[:1] == b"\x80":   # pickled by the converted program (an object it could not see was a table)
+        import pickle
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except (ModuleNotFoundError, pickle.UnpicklingError):   # an older torch.save pickle
+            pass
     if head == b"PK" or head[:1] == b"\x80":   # torch.save's zip archive, or an older pickle
         converted = os.path.splitext(path)[0] + ".ckpt"
         if os.path.isfile(converted):
@@ -159,6 +166,11 @@ class msmigrate_Checkpoint(dict):
 
     def __init__(self, table):
         super().__init__(table)
+        for key, value in table.items():   # a pickled checkpoint dict: its tables' entries flat too
+            if isinstance(key, str) and isinstance(value, dict) and all(isinstance(n, str) for n in value):
+                for name, entry in value.items():
+                    self.setdefault(name, entry)
+                self.setdefault(f"msmigrate_table.{key}", ",".join(value))
         for key in str(dict.get(self, "msmigrate_values", "")).split(","):
             if key and key in self:   # saved as a Python number: read back as one
                 self[key] = dict.__getitem__(self, key).asnumpy().item()

@@ -93,6 +93,26 @@ def to_tuple(value: cst.BaseExpression, site):
     return value
 
 
+def as_int(value: cst.BaseExpression, site):
+    """A count MindSpore checks is an int (StepLR's step_size; torch takes 1.0): a float literal
+    becomes its int, anything not visibly an int goes through int()."""
+    try:
+        v = literal_value(value)
+    except ValueError:
+        from msmigrate.rules.transforms.dtypes import kind
+        return value if kind(site.rw, value) == "pyint" else site.expr("int({v})", v=value)
+    if isinstance(v, float) and v.is_integer():
+        return cst.Integer(str(int(v)))
+    return value
+
+
+def number_list(value: cst.BaseExpression, site):
+    """Weights MindSpore wants as a list of Python numbers (a sampler's; torch takes a tensor)."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return value
+    return site.expr("{a}({v}, dtype={f}).tolist()", a="@numpy.asarray", v=value, f="@numpy.float64")
+
+
 def approximate_flag(value: cst.BaseExpression, site):
     """GELU approximate='none'|'tanh' -> approximate=False|True."""
     try:

@@ -36,6 +36,10 @@ def dataset_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
             params = stmt.params.params
             if len(params) >= 2:
                 index = params[1].name.value
+                if isinstance(stmt.body, cst.SimpleStatementSuite):   # `def __getitem__(self, i): return i`
+                    stmt = stmt.with_changes(body=cst.IndentedBlock(body=[
+                        cst.SimpleStatementLine([s.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+                        for s in stmt.body.body]))
                 inner = list(stmt.body.body)
                 at = 1 if inner and _is_docstring(inner[0]) else 0
                 fix = site.stmt(f"{index} = int({index})  # GeneratorDataset passes numpy.int64\n")
@@ -283,8 +287,32 @@ def _sample_values(cls: cst.ClassDef) -> list | None:
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
             sample = cst.Return if stmt.name.value == "__getitem__" else cst.Yield
-            return [value for value in _own_values(stmt, sample) if value is not None]
+            return [_stored_row(cls, value) for value in _own_values(stmt, sample) if value is not None]
     return None
+
+
+def _stored_row(cls: cst.ClassDef, value):
+    """`self.rows[i]` of rows the class stores as tuples (`self.rows = [(x, y) for ...]`, a list
+    of tuple literals, `list(zip(a, b))`): a row of theirs, a tuple of that many values; `value`
+    itself otherwise."""
+    if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute)
+            and dotted(value.value.value) == "self"):
+        return value
+    attr = value.value.attr.value
+    stored = [n.value for n in walk(cls) if isinstance(n, cst.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0].target, cst.Attribute) and dotted(n.targets[0].target) == f"self.{attr}"]
+    if len(stored) != 1:
+        return value
+    made = stored[0]
+    if isinstance(made, cst.ListComp) and isinstance(made.elt, cst.Tuple):
+        return made.elt
+    if isinstance(made, cst.List) and made.elements and isinstance(made.elements[0].value, cst.Tuple):
+        return made.elements[0].value
+    if isinstance(made, cst.Call) and dotted(made.func) == "list" and len(made.args) == 1 and \
+            isinstance(made.args[0].value, cst.Call) and dotted(made.args[0].value.func) == "zip" and \
+            not any(a.star for a in made.args[0].value.args):
+        return cst.Tuple([cst.Element(a.value) for a in made.args[0].value.args])
+    return value
 
 
 def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
