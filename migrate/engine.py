@@ -24,7 +24,7 @@ from msmigrate.imports import ImportPlan
 from msmigrate.mapping import ApiRecord, ApiTable, load_table, transform_function
 from msmigrate.names import (PLAIN_OBJECT, SOURCE_ROOTS, ScopeStack, SourceNames, TargetBindings, analyze_source, dotted,
                              plain_classes, TRIVIA_TYPES, is_source, is_statement_type, module_imports, params_of,
-                             resolve, taken_names, walk)
+                             fresh_name, resolve, taken_names, walk)
 from msmigrate.sourcemap import Focus, Positions, SourceMap
 from msmigrate.compile_check import uncompile_unsound_steps
 from msmigrate.torch_left import stop_at_top
@@ -296,16 +296,39 @@ class Site:
         if any(v is None for v in nodes.values()):   # the API used as a value, or an argument missing
             raise Unconvertible("used without the arguments its conversion needs (not called here, "
                                 "or an argument is missing): convert this use by hand")
-        template, nodes, bound = _computed_once(template, nodes)
+        named, bound = _computed_once(nodes, template, self._fresh_input)
+        if bound and self._before_is_first():
+            # the value computed once, by a statement of its own before this one (not `:=`,
+            # which MindSpore's graphs reject, nor a lambda, which they run to None in a loop)
+            for name, value in bound.items():
+                self.before(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+            nodes = named
+        elif bound:
+            self.flag("review", f"{self.qualname}: its conversion computes "
+                                f"{', '.join(self.code(v) for v in bound.values())} twice (a random draw there "
+                                f"would draw twice): compute it into a name first")
         for key in _PRIMARY_SLOT.findall(template):   # `{x}.attr`, `{x}[i]`, `{x}(...)`
             if key in nodes:
                 nodes[key] = _primary(nodes[key])
-        out = parse_template_expression(template, self.rw.config, **nodes)
-        if bound:   # `(lambda v: <template>)(value)`: MindSpore compiles it in a graph (not `:=`)
-            lam = cst.Lambda(cst.Parameters([cst.Param(cst.Name(n)) for n in bound]), out,
-                             lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            out = cst.Call(lam, [cst.Arg(v) for v in bound.values()])
-        return out
+        return parse_template_expression(template, self.rw.config, **nodes)
+
+    def _fresh_input(self) -> str:
+        """A name the file does not use, for a value the conversion computes once (`normalize_input`)."""
+        base = f"{(self.qualname or 'value').rsplit('.', 1)[-1]}_input"
+        name = fresh_name(base, self.rw.imports.taken)
+        self.rw.imports.taken.add(name)
+        return name
+
+    def _before_is_first(self) -> bool:
+        """Whether a statement put before this one runs exactly when, and just before, the call
+        converted now would: the call is in a simple statement, not under a lambda, a
+        comprehension, a conditional expression or a short-circuit operator."""
+        stmt, call = self.statement, self.rw.original_call
+        if not isinstance(stmt, cst.SimpleStatementLine) or call is None:
+            return False
+        deferred = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                    cst.BooleanOperation)
+        return not any(isinstance(n, deferred) and any(m is call for m in walk(n)) for n in walk(stmt))
 
     def stmt(self, template: str, **nodes) -> cst.BaseStatement:
         return parse_template_statement(template, self.rw.config, **nodes)
@@ -360,11 +383,11 @@ _PRIMARY_SLOT = re.compile(r"\{(\w+)\}[.\[(]")
 _PRIMARIES = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.List, cst.Dict)
 
 
-def _computed_once(template: str, nodes: dict) -> tuple[str, dict, dict]:
+def _computed_once(nodes: dict, template: str, fresh) -> tuple[dict, dict]:
     """A value a call computes placed more than once by a template (`{x} / norm({x})` for
     `F.normalize(self.drop(h))`) would be computed again, a second dropout or random draw (silently
-    another result): each such value becomes a parameter of a lambda the template is the body of.
-    Returns the template, its slots and {parameter: value} (empty when nothing is placed twice)."""
+    another result): each such value gets a name (`fresh()`). Returns the slots with those names
+    in their places, and {name: value} (empty when nothing is placed twice)."""
     uses = {k: template.count("{" + k + "}") for k in nodes}
     groups: dict[str, list[str]] = {}
     for key, value in nodes.items():
@@ -373,19 +396,13 @@ def _computed_once(template: str, nodes: dict) -> tuple[str, dict, dict]:
                 (isinstance(n, cst.Call) and dotted(n.func) not in _PURE_BUILTINS) for n in walk(value)):
             code = _BARE.code_for_node(value.with_changes(lpar=[], rpar=[]))
             groups.setdefault(code, []).append(key)
-    twice = {code: keys for code, keys in groups.items() if sum(uses[k] for k in keys) > 1}
-    if not twice:
-        return template, nodes, {}
-    taken = set(re.findall(r"\w+", template + " ".join(
-        _BARE.code_for_node(v) for v in nodes.values() if isinstance(v, cst.CSTNode))))
     bound = {}
-    for code, keys in twice.items():
-        name = next(n for n in ("v", "value", "v_", "v__", "v___") + tuple(f"v{i}" for i in range(99))
-                    if n not in taken and n not in bound)
-        bound[name] = nodes[keys[0]]
-        for key in keys:
-            nodes = {**nodes, key: cst.Name(name)}
-    return template, nodes, bound
+    for code, keys in groups.items():
+        if sum(uses[k] for k in keys) > 1:
+            name = fresh()
+            bound[name] = nodes[keys[0]]
+            nodes = {**nodes, **{key: cst.Name(name) for key in keys}}
+    return nodes, bound
 
 
 _BARE = cst.Module([])

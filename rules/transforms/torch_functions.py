@@ -109,9 +109,8 @@ def int64_result(site):
 @_calls()
 def int64_indices(site):
     """(values, indices) results (sort, topk, cummin): MindSpore's indices are int32 where
-    torch's are int64; the pair is unpacked into a lambda that casts the indices."""
-    return site.expr("(lambda values, indices: (values, indices.astype({i})))(*{c})",
-                     i="@mindspore.int64", c=site.call(site.record.target))
+    torch's are int64; the pair is unpacked into a generated function that casts the indices."""
+    return site.expr("{f}(*{c})", f=generated_function(site, "msmigrate_int64_indices"), c=site.call(site.record.target))
 
 
 @_calls("input")
@@ -129,7 +128,7 @@ def aminmax(site):
         return call
     # computed in another dtype (record field compute_as: a bool tensor): both values cast back
     dtype, site.result_dtype = site.result_dtype, None
-    return site.expr("(lambda low, high: (low.astype({t}), high.astype({t})))(*{c})", t=dtype, c=call)
+    return site.expr("{f}(*{c}, {t})", f=generated_function(site, "msmigrate_cast_pair"), t=dtype, c=call)
 
 
 @_calls()
