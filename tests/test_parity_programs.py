@@ -54,6 +54,7 @@ STEPS = {
     "train_infinite_loader.py": 6,
     "train_phase_conditional_step.py": 12,   # run_epoch, then both epochs of the phase loop (StepLR)
     "train_two_optimizers_in_function.py": 8,   # both parts
+    "train_denoising_shuffled_batches.py": 8,   # both epochs, the evaluation loader between them
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -42,7 +42,9 @@ def format_text(r: dict) -> str:
     rp = s["replay"]
     if s["torch_batches_recorded"]:
         lines.append(f"batches: {s['torch_batches_recorded']} recorded from the torch DataLoader; "
-                     f"{rp.get('replayed', 0)} replayed into MindSpore (its own data differed), "
+                     + (f"{rp['from_loader']} given to the MindSpore program where its loader yielded its own, "
+                        if rp.get("from_loader") else "")
+                     + f"{rp.get('replayed', 0)} replayed into MindSpore's step (its own data differed), "
                      f"{rp.get('same', 0)} identical" + (f", {len(rp['mismatch'])} of other shape (not replayed)" if rp.get("mismatch") else ""))
     else:
         lines.append("batches: no torch DataLoader; both programs produce their own data")

@@ -25,7 +25,8 @@ mindspore  every call of a jitted function named `train_step*` defined in the pr
            loaded into the network through the weight mapping (each further torch network into the
            live top-level Cell of the same rank among those of its shape, in creation order);
            batches recorded by torch replace
-           the step's positional arguments when they differ. With grads, so
+           those the program's loaders yield at the same place of their sequence (the k-th batch
+           of any loader), else the step's positional arguments when they differ. With grads, so
            that gradients and cell outputs can be captured, step 1 first runs once uncompiled with the
            optimizers disabled, and the parameters are restored before the real step.
 
@@ -600,6 +601,7 @@ def run_torch(rec: Record, script: str) -> None:
                             t.copy_(torch.from_numpy(a).to(t.dtype))
             st["batch"] = [t.detach().cpu().numpy().copy() for t in _flatten(batch, is_tensor)]
             st["batch_new"] = True
+            st["yields"] = st.get("yields", 0) + 1   # over every loader: the MindSpore run counts alike
             yield batch
 
     torch.utils.data.DataLoader.__iter__ = loader_iter
@@ -645,6 +647,8 @@ def run_torch(rec: Record, script: str) -> None:
             for i, arr in enumerate(st["batch"]):
                 rec.arrays[f"batch/{step}/{i}"] = arr
             rec.meta["batches"].append(step)
+            if st.get("yields"):
+                rec.meta.setdefault("batch_yields", {})[str(st["yields"])] = step
             st["batch_new"] = False
         if step == 1 and st["model"] is not None:
             rec.meta["training"] = {n: bool(m.training) for n, m in st["model"].named_modules()}
@@ -792,11 +796,40 @@ def run_mindspore(rec: Record, script: str) -> None:
     from mindspore.dataset.engine import iterators
     orig_next = iterators.Iterator.__next__
 
+    yield_steps = {int(k): v for k, v in torch_meta.get("batch_yields", {}).items()}
+
     def pipeline_next(self):
         row = orig_next(self)
+        st["yields"] = st.get("yields", 0) + 1
+        if st["yields"] in yield_steps:
+            row = torch_batch_instead(row, yield_steps[st["yields"]])
         values = row.values() if isinstance(row, dict) else row
         st["pipeline_batch"] = [v.asnumpy() if is_tensor(v) else np.asarray(v) for v in values]
         return row
+
+    def torch_batch_instead(row, step: int):
+        """The batch torch's step `step` took, in place of the one the program's loaders yield
+        at the same place of their sequence (the k-th batch yielded by any loader in both runs:
+        an evaluation loader's or a statistics pass's batches stay the program's own), where
+        every value has its rank and kind (another shuffle order, another split; sequences padded
+        to another length): what the program derives from the batch before its step (`noisy =
+        add_noise(clean)`, a reshape, a one-hot) is then derived from torch's values too, not
+        only the step's arguments (replay_args)."""
+        keys = list(row) if isinstance(row, dict) else None
+        values = [row[k] for k in keys] if keys is not None else list(row)
+        torch_values = []
+        while f"batch/{step}/{len(torch_values)}" in torch_arrays:
+            torch_values.append(torch_arrays[f"batch/{step}/{len(torch_values)}"])
+        if not torch_values or len(torch_values) != len(values) or any(
+                len(np.shape(v)) != t.ndim or
+                np.asarray(v.asnumpy() if is_tensor(v) else v).dtype.kind != t.dtype.kind
+                for v, t in zip(values, torch_values)):
+            return row
+        new = [ms.Tensor(t).astype(v.dtype) if is_tensor(v) else t.astype(np.asarray(v).dtype)
+               for v, t in zip(values, torch_values)]
+        counts = rec.meta.setdefault("replay", {})
+        counts["from_loader"] = counts.get("from_loader", 0) + 1
+        return dict(zip(keys, new)) if keys is not None else (type(row)(new) if isinstance(row, tuple) else new)
 
     iterators.Iterator.__next__ = pipeline_next
 

@@ -262,7 +262,8 @@ def one_cycle_lr(site):
     site.before(fdef.with_changes(leading_lines=[cst.EmptyLine(indent=False)]))
     site.before(site.stmt(
         "for group in {opt}.param_groups:  # OneCycleLR schedules relative to max_lr\n"
-        "    group['lr'].set_data({T}({m}, {f32}))\n",
-        opt=opt, m=max_lr, T=site.ref("mindspore.Tensor"), f32=site.ref("mindspore.float32")))
+        "    {assign}(group['lr'], {T}({m}, {f32}))\n",
+        opt=opt, m=max_lr, T=site.ref("mindspore.Tensor"), f32=site.ref("mindspore.float32"),
+        assign=site.ref("mindspore.ops.assign")))   # in place: set_data after a step is lost (MSG209)
     return site.expr("{L}({opt}, " + name + ")",
                      L=site.ref("mindspore.experimental.optim.lr_scheduler.LambdaLR"), opt=opt)
