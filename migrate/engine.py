@@ -118,7 +118,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
     from msmigrate.rules import ARRAY_LIBRARIES
-    ctx.foreign, ctx.numpy_indices = foreign_receivers(ctx.module, names.imports, ARRAY_LIBRARIES)
+    ctx.foreign, ctx.numpy_indices = foreign_receivers(ctx.module, names.imports, ARRAY_LIBRARIES, source)
     table = table or load_table()
     rewriter = Rewriter(ctx, table, _focus(ctx, source_map, table))
     new_module = ctx.plan.apply(ctx.module.visit(rewriter))
@@ -296,7 +296,8 @@ class Site:
         if any(v is None for v in nodes.values()):   # the API used as a value, or an argument missing
             raise Unconvertible("used without the arguments its conversion needs (not called here, "
                                 "or an argument is missing): convert this use by hand")
-        named, bound = _computed_once(nodes, template, self._fresh_input)
+        base = f"{(self.qualname or 'value').rsplit('.', 1)[-1]}_input"   # `normalize_input`
+        named, bound = _computed_once(nodes, template, lambda: self.fresh(base))
         if bound and self._before_is_first():
             # the value computed once, by a statement of its own before this one (not `:=`,
             # which MindSpore's graphs reject, nor a lambda, which they run to None in a loop)
@@ -312,9 +313,9 @@ class Site:
                 nodes[key] = _primary(nodes[key])
         return parse_template_expression(template, self.rw.config, **nodes)
 
-    def _fresh_input(self) -> str:
-        """A name the file does not use, for a value the conversion computes once (`normalize_input`)."""
-        base = f"{(self.qualname or 'value').rsplit('.', 1)[-1]}_input"
+    def fresh(self, base: str) -> str:
+        """`base`, or `base_<n>`: a name neither the file nor an earlier conversion of it uses
+        (reserved: the next one asking gets another)."""
         name = fresh_name(base, self.rw.imports.taken)
         self.rw.imports.taken.add(name)
         return name

@@ -15,6 +15,7 @@ elements of such values (`p[0]`) that index another value (a NumPy integer, whic
 tensor indexing rejects: the engine makes it `int(p[0])`)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import libcst as cst
@@ -25,17 +26,20 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 # a tensor's methods handing its values to the host: what they return has its own methods
 # (`a.round(3)` of NumPy, `lst.index(v)`, `lst.sort()` of a list)
 _HOST_VALUES = frozenset({"numpy", "tolist", "item"})
+_HOST_CALL = re.compile(r"\.\s*(?:numpy|tolist|item)\s*\(\s*\)")
 _MAX_ROUNDS = 4
 
 
-def foreign_receivers(module: cst.Module, imports: Mapping[str, str],
-                      libraries: Iterable[str]) -> tuple[set[int], set[int]]:
+def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries: Iterable[str],
+                      source: str | None = None) -> tuple[set[int], set[int]]:
     """Ids of the expressions of `module` that are receivers (`X` in `X.attr`, `X.method()`)
     holding a value of one of `libraries` (top-level package names); and ids of the index
     expressions `p[0]` of such a value (a NumPy scalar) used to index a value that is not one
     (`mask[i, p[0]] = 1`: MindSpore's tensor indexing rejects NumPy integers, torch's takes them)."""
     libs = frozenset(libraries)
     own = {name for name, q in imports.items() if q.split(".")[0] in libs}
+    if not own and source is not None and not _HOST_CALL.search(source):
+        return set(), set()   # (the module's `source`: nothing foreign can be made in it)
     analysis = _Analysis(module, own)
     facts: dict[tuple[str, str], bool] = {}
     for _ in range(_MAX_ROUNDS):

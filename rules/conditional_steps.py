@@ -31,14 +31,13 @@ import libcst as cst
 
 from msmigrate.dataflow import backward_slice, reads, writes
 from msmigrate.names import FocusedTransformer
+from msmigrate.rules.training_loop import _method_stmt
 
 
 def _loss_of_backward(stmt) -> str | None:
     """`loss` of `loss.backward()` / `scaler.scale(loss).backward()` as a statement."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
-        return None
-    call = stmt.body[0].value
-    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward"):
+    call = _method_stmt(stmt, "backward")
+    if call is None:
         return None
     receiver = call.func.value
     if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and \
@@ -126,6 +125,6 @@ class ConditionalStepsPass(FocusedTransformer):
 
 
 def _as_if(elif_: cst.If) -> cst.If:
-    """An `elif` branch as an `if` statement of its own (the leading comment lines it may hold
-    are kept by libcst's If node either way)."""
+    """An `elif` branch as an `if` statement of its own, nested in the new `else` (the comment
+    lines above the `elif`, if any, are dropped)."""
     return elif_.with_changes(leading_lines=[])

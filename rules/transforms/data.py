@@ -723,9 +723,7 @@ def _with_dataset(site, src, loader):
                 return loader
             target = loader.func.value
         if any(isinstance(n, cst.Call) for n in walk(target)):
-            bound_here = site.rw.__dict__.setdefault("_loader_datasets", set())   # this file's, so far
-            name = cst.Name(_free_name(site, "loader_dataset", bound_here))
-            bound_here.add(name.value)
+            name = cst.Name(site.fresh("loader_dataset"))
             bound = cst.NamedExpr(target=name, value=target, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             loader, src = _replace_node(loader, target, bound), name
         else:
@@ -733,11 +731,10 @@ def _with_dataset(site, src, loader):
     return cst.Call(generated(site, generated_data.msmigrate_with_dataset), [cst.Arg(loader), cst.Arg(src)])
 
 
-def _free_name(site, base: str, taken=frozenset()) -> str:
-    """`base`, or `base_2`, ...: a name the file does not use (the program's own variables stay
-    theirs), nor any in `taken`."""
+def _free_name(site, base: str) -> str:
+    """`base`, or `base_2`, ...: a name the file does not use (the program's own variables stay theirs)."""
     name, n = base, 1
-    while name in taken or re.search(rf"\b{re.escape(name)}\b", site.rw.module_code):
+    while re.search(rf"\b{re.escape(name)}\b", site.rw.module_code):
         n += 1
         name = f"{base}_{n}"
     return name
