@@ -97,6 +97,31 @@ def _assigned_name(stmt) -> str | None:
     return None
 
 
+
+# random layers and calls of a network (MindSpore's static graph repeats them at a second call
+# when seeded)
+_RANDOM_LAYER = re.compile(r"Dropout|RReLU|GaussianNoise")
+_RANDOM_CALL = re.compile(r"[Dd]ropout|bernoulli|multinomial|RReLU|rrelu|gumbel|rsample\(")
+# draws of a network's forward (in __init__ they initialize parameters once)
+_FORWARD_DRAW = re.compile(r"\brand|\bnormal\(")
+
+
+def _built_from(module) -> dict[str, list]:
+    """`model = Net(...).to(device)`, `self.enc = nn.Sequential(...)`: the construction calls
+    each name (or self. attribute) is assigned in the file."""
+    built: dict[str, list] = {}
+    for n in walk(module):
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.value, cst.Call):
+            target = dotted(n.targets[0].target)
+            call = n.value
+            # unwrap .to(device) / .cuda() / .train() chained on the construction
+            while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+                call = call.func.value
+            if target is not None:
+                built.setdefault(target, []).append(call)
+    return built
+
+
 class _PlaceRefs(cst.CSTTransformer):
     def __init__(self, refs: list[str], plan) -> None:
         self.refs, self.plan = refs, plan
@@ -2702,18 +2727,42 @@ class TrainingLoopPass(PathTransformer):
         draws the same numbers at both calls in MindSpore 2.10 when a global seed is set (torch:
         two draws; two views of SimCLR, R-Drop). 'name(...) twice' of the first such callee."""
         source = self.ctx.source
-        if not re.search(r"\bmanual_seed\(|\bseed\(", source):
+        # what seeds MindSpore's global generator in the output (random.seed / np.random.seed do not)
+        if not re.search(r"\bmanual_seed(_all)?\(|\bset_seed\(|\bseed_everything\(", source):
             return None
         functions = {f.name.value: f for f in walk(self.module) if isinstance(f, cst.FunctionDef)}
-        layers_draw = re.search(r"[Dd]ropout|bernoulli|multinomial|RReLU|rrelu|gumbel|rsample\(", source) is not None
+        classes = {c.name.value: c for c in walk(self.module) if isinstance(c, cst.ClassDef)}
+        built = _built_from(self.module)
+
+        def code(node) -> str:
+            return cst.Module([]).code_for_node(node)
+
+        def class_draws(name: str, seen: set) -> bool:
+            """A network class drawing: a random layer or call in its body, or a layer it builds
+            from another class of the file that does."""
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf in seen:
+                return False
+            seen.add(leaf)
+            if leaf not in classes:
+                return _RANDOM_LAYER.search(leaf) is not None
+            methods = [m for m in classes[leaf].body.body if isinstance(m, cst.FunctionDef)]
+            return (any(m.name.value != "__init__" and _FORWARD_DRAW.search(code(m)) for m in methods)
+                    or construction_draws(code(classes[leaf]), seen))
+
+        def construction_draws(text: str, seen: set) -> bool:
+            return (_RANDOM_CALL.search(text) is not None
+                    or any(class_draws(c, seen) for c in re.findall(r"\b([A-Z]\w*)\(", text)))
 
         def draws(name: str) -> bool:
-            """A function of the file drawing random numbers, or a network in a file with random layers."""
+            """A function of the file drawing random numbers, or a network whose layers draw; a
+            callee built nowhere in sight (a parameter) draws if the file has random layers."""
             fn = functions.get(name.rsplit(".", 1)[-1])
             if fn is not None and (name.startswith("self.") or "." not in name):
-                return re.search(r"rand|dropout|bernoulli|multinomial|normal|uniform",
-                                 cst.Module([]).code_for_node(fn.body)) is not None
-            return layers_draw
+                return re.search(r"rand|dropout|bernoulli|multinomial|normal|uniform", code(fn.body)) is not None
+            if name in built:
+                return any(construction_draws(code(call), set()) for call in built[name])
+            return _RANDOM_CALL.search(source) is not None
         counts: dict[str, int] = {}
         for stmt in stmts:
             for n in walk(stmt):

@@ -660,3 +660,37 @@ def test_a_random_function_called_twice_in_a_seeded_step_draws_twice(tmp_path):
     assert len(losses) == 3 and min(losses) > 1e-5, losses
     unseeded = convert_source(src.replace("torch.manual_seed(0)\n", ""), "views.py")
     assert not unseeded.diagnostics and "@ms.jit" in unseeded.code
+
+
+@pytest.mark.parametrize("program, uncompiled", [
+    # R-Drop: a network whose layer draws, called twice in a seeded step
+    ("class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.body = Block()\n"
+     "    def forward(self, x):\n        return self.body(x)\n\n\nclass Block(nn.Module):\n    def __init__(self):\n"
+     "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.drop = nn.Dropout(0.5)\n"
+     "    def forward(self, x):\n        return self.drop(self.fc(x))\n\n\nnet = Net().to('cpu')\n"
+     "criterion = nn.MSELoss()\n", "net"),
+    ("net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))\ncriterion = nn.MSELoss()\n", "net"),
+    # a loss called twice draws nothing, though the file has dropout elsewhere
+    ("net = nn.Linear(4, 4)\ncriterion = nn.MSELoss()\nhead = nn.Dropout(0.1)\n", None),
+    # parameters drawn in __init__ are drawn once
+    ("class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.w = nn.Parameter(torch.randn(4, 4))\n    def forward(self, x):\n        return x @ self.w\n\n\n"
+     "net = Net()\ncriterion = nn.MSELoss()\n", None),
+])
+def test_the_callee_called_twice_in_a_seeded_step_is_one_that_draws(program, uncompiled):
+    """The seeded-twice rule (MSC109 'called more than once') holds for callees that draw: a
+    network whose layers (or the classes it builds) draw; not a loss object, not a network whose
+    random numbers only initialize its parameters."""
+    src = ("import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n\n\n" + program +
+           "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nx = torch.randn(8, 4)\n"
+           "for step in range(3):\n    a, b = net(x), net(x)\n    loss = criterion(a, x) + criterion(b, x)\n"
+           "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n")
+    result = convert_source(src, "twice.py")
+    twice = [d.message for d in result.diagnostics if d.code == "MSC109"]
+    if uncompiled is None:
+        assert not twice and "@ms.jit" in result.code
+    else:
+        assert len(twice) == 1 and f"'{uncompiled}' is called more" in twice[0]
+    # random.seed / np.random.seed do not seed MindSpore's generator: no repeated draws to avoid
+    unseeded = convert_source(src.replace("torch.manual_seed(0)", "import random\nrandom.seed(0)"), "twice.py")
+    assert not [d for d in unseeded.diagnostics if d.code == "MSC109"]
