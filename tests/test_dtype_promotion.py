@@ -293,7 +293,7 @@ def test_unknown_or_real_kinds_convert_as_before(code):
     ("e = torch.zeros(3, 0, 2)\ny = torch.argmin(e, 2, keepdim=True)\n",
      "y = ops.argmin(ops.pad(e, (0, 0, 0, 1)), 2, keepdims=True).astype(ms.int64)[:, :-1]"),
     ("x = torch.randn(4, 3)\nv, i = torch.max(x[x[:, 0] > 9], -1)\n",
-     "v, i = (lambda r0, r1: (r0[:-1], r1[:-1]))(*ops.max(ops.pad(x[x[:, 0] > 9], (0, 0, 0, 1)), -1))"),
+     "v, i = msmigrate_drop_last_pair(*ops.max(ops.pad(x[x[:, 0] > 9], (0, 0, 0, 1)), -1), (0, ))"),
     ("x = torch.randn(6)\ny = torch.fft.rfft(x[x > 9], n=8)\n", "y = ops.rfft(ops.pad(x[x > 9], (0, 1)), n=8)"),
     ("e = torch.zeros(0, 4)\ny = torch.fft.fft2(e, (3, 4), (1, 0))\n", "y = ops.fft2(ops.pad(e, (0, 0, 0, 1)), (3, 4), (1, 0))"),
 ])

@@ -1151,9 +1151,9 @@ def _empty_reduce(site, original: dict) -> None:
     after = [d if keepdim or d < reduced else d - 1 for d in padded]
     index = ", ".join(":-1" if d in after else ":" for d in range(max(after) + 1))
     if site.record.fields:   # (values, indices): each trimmed
-        names = ", ".join(f"r{i}" for i in range(len(site.record.fields)))
-        trimmed = ", ".join(f"r{i}[{index}]" for i in range(len(site.record.fields)))
-        site.wraps.append(lambda out: site.expr(f"(lambda {names}: ({trimmed}))(*{{v}})", v=out))
+        dims_code = "(" + "".join(f"{d}, " for d in after) + ")"
+        site.wraps.append(lambda out: site.expr("{f}(*{v}, " + dims_code + ")", v=out,
+                                                f=generated_function(site, "msmigrate_drop_last_pair")))
     else:
         site.wraps.append(lambda out: site.expr("{v}[" + index + "]", v=out))
 
@@ -1199,7 +1199,7 @@ def _unbatched(site, original: dict) -> None:
     if not batched:
         return
     if indices is not None and site.code(indices.value) == "True":
-        site.wraps.append(lambda out: site.expr("(lambda r0, r1: (r0[0], r1[0]))(*{v})", v=out))
+        site.wraps.append(lambda out: site.expr("{f}(*{v})", v=out, f=generated_function(site, "msmigrate_unbatch_pair")))
     else:
         site.wraps.append(lambda out: site.expr("{v}[0]", v=out))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, atom, kwarg, literal_value
+from msmigrate.rules.transforms.torch_functions import generated_function
 
 
 def _is_none(node) -> bool:
@@ -323,7 +324,7 @@ def max_pool1d(site):
                      p=_pair1(site, site.arg("padding"), "0"), d=_pair1(site, site.arg("dilation"), "1"),
                      c=site.arg("ceil_mode", cst.Name("False")), r=cst.Name("True" if indices else "False"))
     if indices:
-        return site.expr("(lambda o, i: (o.reshape({x}.shape[:-1] + (-1,)), i.reshape({x}.shape[:-1] + (-1,))))(*{c})",
+        return site.expr("{f}(*{c}, {x}.shape[:-1] + (-1,))", f=generated_function(site, "msmigrate_reshape_pair"),
                          x=x, c=call)
     return site.expr("{c}.reshape({x}.shape[:-1] + (-1,))", c=call, x=x)
 

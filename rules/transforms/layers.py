@@ -240,7 +240,7 @@ def pad_sequence(site):
     """nn.utils.rnn.pad_sequence(seqs, batch_first, padding_value, padding_side): every sequence
     (L_i, *) padded at its end (or start: padding_side='left') along axis 0 to the longest (ops.pad
     pads the last axes first: (0, 0) pairs for the trailing axes), then stacked along axis 1 (T, B, *) or 0 with batch_first (B, T, *).
-    A sequences argument other than a name is evaluated once, through a lambda."""
+    A sequences argument other than a name is evaluated once, by a generated function."""
     from msmigrate.rules.transforms.common import repeatable
     seqs = site.arg("sequences")
     if seqs is None:
@@ -264,7 +264,10 @@ def pad_sequence(site):
         nodes["value"] = value
     if repeatable(seqs):
         return site.expr(pad, seqs=seqs, **nodes)
-    return site.expr("(lambda _seqs: " + pad.replace("{seqs}", "_seqs") + ")(list({seqs}))", seqs=seqs, **nodes)
+    from msmigrate.rules.transforms.torch_functions import generated_function
+    return site.expr("{f}({seqs}, {axis}" + (", {value}" if value is not None else ", None") + (", True)" if left else ")"),
+                     f=generated_function(site, "msmigrate_pad_sequence"), seqs=seqs, axis=axis,
+                     **({"value": value} if value is not None else {}))
 
 
 def unpool_call(site):

@@ -1330,8 +1330,7 @@ def with_info(site):
     if args:
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
     value = site.rw._apply(rec, base, site.node.with_changes(args=args), None)
-    return site.expr("(lambda A, r: (r, {z}(A.shape[:-2], {i})))({a}, {v})", z="@mindspore.ops.zeros",
-                     i="@mindspore.int32", a=site.arg(first), v=value)
+    return site.expr("{f}({a}, {v})", f=generated_function(site, "msmigrate_with_info"), a=site.arg(first), v=value)
 
 
 @_calls("input", "k")
@@ -1340,15 +1339,11 @@ def kthvalue(site):
     (int64 indices as torch's)."""
     _no_out(site)
     _fields_by_position(site, ("values", "indices"))
-    dim = site.arg("dim", cst.parse_expression("-1"))
     keep = site.arg("keepdim")
-    squeeze = not (keep is not None and site.code(keep) == "True")
     if keep is not None and site.code(keep) not in ("True", "False"):
         raise Unconvertible("kthvalue(keepdim=) is not a literal", "review")
-    tail = ".squeeze({d})" if squeeze else ""
-    return site.expr("(lambda v, i: ({n}(v, {d}, {k} - 1, 1)" + tail + ", {n}(i, {d}, {k} - 1, 1)" + tail
-                     + ".astype({i64})))(*{s}({x}, axis={d}))", n="@mindspore.ops.narrow", d=dim,
-                     k=atom(site.arg("k")), i64="@mindspore.int64", s="@mindspore.ops.sort", x=site.arg("input"))
+    return site.expr("{f}({x}, {k}, {d}, {keep})", f=generated_function(site, "msmigrate_kthvalue"), x=site.arg("input"),
+                     k=site.arg("k"), d=site.arg("dim", cst.parse_expression("-1")), keep=keep or cst.Name("False"))
 
 
 @_calls("input")
@@ -1357,10 +1352,7 @@ def matrix_rank(site):
     _no_out(site)
     if any(site.has(n) for n in ("atol", "rtol", "tol", "hermitian")):
         raise Unconvertible("matrix_rank with atol/rtol/tol/hermitian is not converted", "review")
-    return site.expr("(lambda A: (lambda S: (S > S.max(-1, keepdims=True) * max(A.shape[-2:]) * "
-                     "(2.220446049250313e-16 if A.dtype == {f64} else 1.1920928955078125e-07)).sum(-1).astype({i64}))"
-                     "({svd}(A, compute_uv=False)))({a})", f64="@mindspore.float64", i64="@mindspore.int64",
-                     svd="@mindspore.ops.svd", a=site.arg("input"))
+    return site.expr("{f}({a})", f=generated_function(site, "msmigrate_matrix_rank"), a=site.arg("input"))
 
 
 def stack(site):
