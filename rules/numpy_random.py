@@ -57,21 +57,24 @@ class NumpyRandomPass(PathTransformer):
 class _Scan(cst.CSTVisitor):
     """Seeding statements, and whether a draw can run after a network is built: a network made
     at module level (a torch.nn layer or a class of the file), and a draw after it at module
-    level or in a function (called later)."""
+    level or in a function (called later); a network made in a function (`main()`), and a draw
+    in a function (after it in the same one, or in another, called later)."""
 
     def __init__(self, kind) -> None:
         self.kind = kind
         self.seeds: list = []
         self.statement = None
         self.nested = 0              # depth in functions and classes
+        self.in_class = 0            # depth in classes (their layers are made when they are called)
         self.classes: set[str] = set()
         self.network_made = False
+        self.network_in_function = False
         self.draw_after_network = False
         self.draw_in_function = False
 
     @property
     def draws_after_network(self) -> bool:
-        return self.draw_after_network or (self.network_made and self.draw_in_function)
+        return self.draw_after_network or ((self.network_made or self.network_in_function) and self.draw_in_function)
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.statement = node
@@ -79,9 +82,11 @@ class _Scan(cst.CSTVisitor):
     def visit_ClassDef(self, node) -> None:
         self.classes.add(node.name.value)
         self.nested += 1
+        self.in_class += 1
 
     def leave_ClassDef(self, node) -> None:
         self.nested -= 1
+        self.in_class -= 1
 
     def visit_FunctionDef(self, node) -> None:
         self.nested += 1
@@ -96,6 +101,8 @@ class _Scan(cst.CSTVisitor):
         elif kind == "draw":
             self.draw_in_function |= self.nested > 0
             self.draw_after_network |= self.network_made
-        elif not self.nested and (kind == "network" or
-                                  (isinstance(node.func, cst.Name) and node.func.value in self.classes)):
-            self.network_made = True
+        elif kind == "network" or (isinstance(node.func, cst.Name) and node.func.value in self.classes):
+            if not self.nested:
+                self.network_made = True
+            elif not self.in_class:
+                self.network_in_function = True

@@ -627,6 +627,7 @@ class TrainingLoopPass(PathTransformer):
         self._module_scan = None   # ModuleInstances of the module, built when first needed
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
+        self._generators = None    # _host_generators, found when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
         self._rebinds = None       # module-level names bound more than once (ModuleRebinds)
         self._stores: dict = {}    # networks -> containers of their kept outputs (_kept_outputs_read)
@@ -740,7 +741,30 @@ class TrainingLoopPass(PathTransformer):
     leave_While = _leave_loop
 
     def _q(self, expr) -> str:
-        return self.scopes.resolve(expr) or ""
+        found = self.scopes.resolve(expr)
+        if found is None and isinstance(expr, cst.Attribute):
+            # a draw of a host generator object (`g = np.random.RandomState(0)`: g.randn) is
+            # NumPy's / random's: a compiled step would draw it once
+            module = self._host_generators().get(dotted(expr.value) or "")
+            return f"{module}.{expr.attr.value}" if module else ""
+        return found or ""
+
+    # constructors of generator objects drawing on the host
+    _GENERATOR_CLASSES = {"numpy.random.RandomState": "numpy.random", "numpy.random.default_rng": "numpy.random",
+                          "numpy.random.Generator": "numpy.random", "random.Random": "random"}
+
+    def _host_generators(self) -> dict[str, str]:
+        """The names (and self. attributes) the file binds to a NumPy or `random` generator
+        object, and the module whose draws theirs are."""
+        if self._generators is None:
+            self._generators = {}
+            for n in walk(self.module):
+                if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.value, cst.Call):
+                    module = self._GENERATOR_CLASSES.get(self.scopes.resolve(n.value.func) or "")
+                    target = dotted(n.targets[0].target)
+                    if module and target:
+                        self._generators[target] = module
+        return self._generators
 
     def _pos(self, node) -> tuple[int, int]:
         # a statement whose children were rebuilt is a new node: find its original's position

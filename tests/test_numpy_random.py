@@ -27,6 +27,12 @@ def test_draws_after_a_network_is_built_are_marked_and_draws_before_are_not():
     assert marked(HEAD + "net = nn.Linear(2, 2)\nx = np.random.rand(3)\n")
     assert marked(HEAD + "def batch():\n    return np.random.rand(3)\nnet = nn.Linear(2, 2)\n")
     assert not marked(HEAD + "x = np.random.rand(3)\nnet = nn.Linear(2, 2)\n")
+    # a network built in main(), drawn after in it or in another function
+    assert marked(HEAD + "def main():\n    net = nn.Linear(2, 2)\n    x = np.random.rand(3)\nmain()\n")
+    assert marked(HEAD + "def mix():\n    return np.random.beta(1, 1)\ndef main():\n    net = nn.Linear(2, 2)\n    mix()\n")
+    # layers a class makes when called: not a network built before the module-level draw
+    assert not marked(HEAD + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                             "        self.fc = nn.Linear(2, 2)\nx = np.random.rand(3)\nnet = Net()\n")
     assert not marked(HEAD.replace("np.random.seed(0)", "rng = np.random.RandomState(0)")
                       + "net = nn.Linear(2, 2)\nx = rng.rand(3)\n")
 

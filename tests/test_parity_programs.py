@@ -55,6 +55,7 @@ STEPS = {
     "train_phase_conditional_step.py": 12,   # run_epoch, then both epochs of the phase loop (StepLR)
     "train_two_optimizers_in_function.py": 8,   # both parts
     "train_denoising_shuffled_batches.py": 8,   # both epochs, the evaluation loader between them
+    "train_host_generator_batches.py": 4,
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}
