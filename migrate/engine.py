@@ -778,6 +778,9 @@ class Rewriter(cst.CSTTransformer):
         self.local_classes: dict[str, ApiRecord] = {}
         # ids of calls made as arguments of a program call or elements of a list (no name to set_train)
         self.argument_constructions: set[int] = set()
+        # ids of calls a function of the program returns (`def get_model(): return Net()`), outside
+        # a network class (whose children follow it)
+        self.returned_constructions: set[int] = set()
         self.named_elements: set[int] = set()   # ids of values a tuple assignment names
         self.inherited_constructors: set[str] = set()   # local classes built by a torch base's __init__
         for name, qualname in ctx.project.items():   # classes and factories from other files
@@ -1156,6 +1159,11 @@ class Rewriter(cst.CSTTransformer):
             # could speak of
             self.argument_constructions.update(id(a.value) for a in node.args if isinstance(a.value, cst.Call))
 
+    def visit_Return(self, node: cst.Return) -> None:
+        # `return Net()` of a factory function: the network it returns starts in training mode
+        if isinstance(node.value, cst.Call) and self.functions and not any(self.cell_classes):
+            self.returned_constructions.add(id(node.value))
+
     def visit_Assign(self, node: cst.Assign) -> None:
         # `a, b = Net(), Net()`: each is named (on_instantiate speaks of the name)
         if isinstance(node.value, (cst.Tuple, cst.List)) and \
@@ -1432,12 +1440,17 @@ class Rewriter(cst.CSTTransformer):
             self.call_records[id(original)] = (rec, q)
             if rec.is_method:   # torch.Tensor.view(x, 2, 3) -> x.view(2, 3)
                 return self._unbound_method(rec, q, updated)
-            return self._apply(rec, q, updated, None)
+            out = self._apply(rec, q, updated, None)
+            if id(original) in self.returned_constructions and rec.on_instantiate and isinstance(out, cst.Call) and \
+                    (q in _MODE_CONTAINERS or rec.instance_call == "models.train_inline"):
+                inline = transform_function(rec.on_instantiate)(Site(self, rec, rec.torch, out), None)
+                return inline if inline is not None else out
+            return out
         name = dotted(original.func)
         if name in self.local_classes:
             rec = self.local_classes[name]
             self.call_records[id(original)] = (rec, name)
-            if id(original) in self.argument_constructions and rec.on_instantiate and \
+            if id(original) in self.argument_constructions | self.returned_constructions and rec.on_instantiate and \
                     name not in self.inherited_constructors:
                 inline = transform_function(rec.on_instantiate)(Site(self, rec, rec.torch, updated), None)
                 if inline is not None:
@@ -1714,6 +1727,9 @@ class Rewriter(cst.CSTTransformer):
                 site = Site(self, rec, rec.torch, updated)
                 transform_function(rec.on_instantiate)(site, name)
 
+
+# containers a factory function returns whose layers may depend on the training mode
+_MODE_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 
 # torch functions returning the object they are given (converted to that object)
 _RETURNS_FIRST_ARGUMENT = frozenset({"torch.compile"})

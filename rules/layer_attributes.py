@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from msmigrate.mapping import load_table
-from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of
+from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve, walk
 
 CONTAINERS = ("torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict")
 USUAL_ALIASES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}
@@ -56,6 +56,22 @@ def _renamed_words() -> frozenset[str]:
     return frozenset(a for table in attribute_renames().values() for a in table)
 
 
+# attributes of torch layers (family in the class name) that MindSpore's layers do not have
+MISSING_ATTRIBUTES = {
+    "num_batches_tracked": ("BatchNorm", "MindSpore's BatchNorm layers keep no count of the batches they "
+                                         "normalised in training (torch's num_batches_tracked, which only "
+                                         "momentum=None uses): count the train steps yourself"),
+}
+# attribute words only torch's layers have: on a receiver of unknown class they are a layer's
+_LAYER_ONLY_WORDS = frozenset({"running_mean", "running_var", *MISSING_ATTRIBUTES})
+
+
+@functools.lru_cache(maxsize=None)
+def _watched_words() -> frozenset[str]:
+    """Attribute words the pass reads: those some layer renames, those MindSpore's lack."""
+    return _renamed_words() | frozenset(MISSING_ATTRIBUTES)
+
+
 @functools.lru_cache(maxsize=None)
 def _fixed_words() -> frozenset[str]:
     return frozenset(a for rec in load_table().by_name.values() for a in rec.fixed)
@@ -69,7 +85,7 @@ def _hint() -> re.Pattern:
 @functools.lru_cache(maxsize=None)
 def _attribute_pattern() -> str:
     """`.weight` (an attribute access) or `'bias'` / `'ln.weight'` (a parameter name in quotes)."""
-    attrs = "|".join(sorted(_renamed_words() | _fixed_words()))
+    attrs = "|".join(sorted(_watched_words() | _fixed_words()))
     return rf"\.\s*(?:{attrs})\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
 
 
@@ -154,7 +170,7 @@ class _Analysis(cst.CSTVisitor):
         words |= {b for scope in ctx.names.scopes.values() for b, q in scope.items() if is_source(q)}
         words |= set(ctx.names.classes) | set(project_classes) | {"state_dict", "named_parameters"}
         # and the variables whose attributes may be renamed (`emb = model.tok` ... `emb.weight`)
-        words |= set(re.findall(rf"\b(\w+)\s*\.\s*(?:{'|'.join(sorted(_renamed_words()))})\b", ctx.source))
+        words |= set(re.findall(rf"\b(\w+)\s*\.\s*(?:{'|'.join(sorted(_watched_words()))})\b", ctx.source))
         self.wants = ctx.statements_naming(words)
         self.skipped: set[int] = set()
         self.scopes = ScopeStack(dict(ctx.names.imports))
@@ -449,9 +465,6 @@ class LayerAttributePass(cst.CSTTransformer):
         self.analysis = analysis = _Analysis(ctx, project_classes)
         ctx.module.visit(analysis)
         self.renames = attribute_renames()
-        # attribute words some layer the program builds renames: unknown receivers of these
-        # are marked
-        self.watched = {a for q in analysis.created for a in self.renames.get(q, {})}
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.scope_nodes: list = [ctx.module]
         self.class_stack: list[str] = []
@@ -891,7 +904,7 @@ class LayerAttributePass(cst.CSTTransformer):
         attr = original.attr.value
         if attr == "grad":
             self._check_grad(original.value)
-        if attr not in _renamed_words():
+        if attr not in _watched_words():
             return updated
         receiver = original.value
         owner = self.kind(receiver)
@@ -900,17 +913,24 @@ class LayerAttributePass(cst.CSTTransformer):
         if isinstance(owner, Kind) and owner.local and attr in self._own_attrs(owner.name):
             return updated
         layers = self._layer_of(owner)
-        if layers is None:
-            if attr in self.watched and self._probably_module(receiver, owner):
-                users: dict[str, list[str]] = {}
-                for q in sorted(self.analysis.created):
-                    if attr in self.renames.get(q, {}):
-                        users.setdefault(self.renames[q][attr], []).append(q.rsplit(".", 1)[1])
-                names = "; ".join(f"{new} in {', '.join(classes)}" for new, classes in sorted(users.items()))
-                self._note("review", f"{self._code_of(receiver)}.{attr}: the class of "
-                                     f"{self._code_of(receiver)} is not known here; MindSpore names this "
-                                     f"attribute {names} (rename it where it is one of those)")
+        if attr in MISSING_ATTRIBUTES:
+            family, message = MISSING_ATTRIBUTES[attr]
+            if any(family in q for q in (layers if layers is not None else self._unknown_owners(receiver, owner, attr))):
+                self._note("review", f"{self._code_of(receiver)}.{attr}: {message}")
             return updated
+        if layers is None:
+            layers = self._unknown_owners(receiver, owner, attr)
+            targets = {self.renames[q][attr] for q in layers}
+            # renamed where every layer having the word names it alike (weight: not only the
+            # layers that rename it have one)
+            if len(targets) != 1 or attr not in _LAYER_ONLY_WORDS:
+                if layers:
+                    names = "; ".join(f"{new} in {', '.join(q.rsplit('.', 1)[1] for q in layers if self.renames[q][attr] == new)}"
+                                      for new in sorted(targets))
+                    self._note("review", f"{self._code_of(receiver)}.{attr}: the class of "
+                                         f"{self._code_of(receiver)} is not known here; MindSpore names this "
+                                         f"attribute {names} (rename it where it is one of those)")
+                return updated
         targets = {self.renames.get(q, {}).get(attr, attr) for q in layers}
         if len(targets) > 1:
             choice = self._by_class(original, updated, owner, attr)
@@ -967,11 +987,38 @@ class LayerAttributePass(cst.CSTTransformer):
             self._note("manual", f"{self._code_of(param)}.grad: MindSpore's Parameters carry no .grad; "
                                  f"the gradients are what the train step's value_and_grad returns")
 
+    def _unknown_owners(self, receiver, owner, attr: str) -> list[str]:
+        """The torch layer classes a receiver of unknown class may be, for `attr`: those the
+        program builds that have it (renamed or missing in MindSpore), where the receiver is
+        probably a module, or `attr` is a word only layers have and no class of the program
+        sets it."""
+        if not (self._probably_module(receiver, owner) or (
+                attr in _LAYER_ONLY_WORDS and not any(attr in info.attrs for info in self.analysis.classes.values()))):
+            return []
+        family = MISSING_ATTRIBUTES.get(attr, ("",))[0]
+        return sorted(q for q in self._constructed()
+                      if attr in self.renames.get(q, {}) or (family and family in q))
+
+    @functools.cached_property
+    def _all_constructed(self) -> frozenset[str]:
+        imports = dict(self.ctx.names.imports)
+        return frozenset(q for n in walk(self.ctx.module) if isinstance(n, cst.Call)
+                         for q in [resolve(n.func, imports) or ""]
+                         if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper())
+
+    def _constructed(self) -> frozenset[str]:
+        """The torch layer classes the program constructs anywhere (`layers.append(nn.BatchNorm1d(4))`
+        too, which the analysis of assignments does not see)."""
+        return self.analysis.created | self._all_constructed
+
     def _probably_module(self, receiver, owner) -> bool:
         """A receiver of unknown class that is a module: an apply() function's argument, an
         item of modules(), or an attribute of one of the program's classes."""
         if owner is UNKNOWN_MODULE:
             return True
+        if isinstance(receiver, cst.Subscript):   # an item of a container (`net[1]`)
+            base = self.kind(receiver.value)
+            return isinstance(base, Kind) and base.name in CONTAINERS
         if isinstance(receiver, cst.Attribute):
             base = self.kind(receiver.value)
             return isinstance(base, Kind) and base.local

@@ -302,3 +302,33 @@ def test_sequential_add_module_runs_the_child(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("shapes")])
     assert outs[0] == ["shapes (1, 3) (1, 1)"] and outs[1] == outs[0], result.code
+
+
+@pytest.mark.framework
+def test_batch_norm_statistics_of_receivers_of_unknown_class(tmp_path):
+    """`net[1].running_mean` of a Sequential built from a list, `bn.running_var` of a layer a
+    helper returns (in training mode: a network a function returns starts in it, as in torch):
+    the class is not visible, the words are only BatchNorm's (no class of the
+    program sets them): renamed, and the converted program prints torch's statistics after a
+    training forward (they were left as torch's names: AttributeError, no marker). A class of the
+    program that sets such a word keeps it; num_batches_tracked, which MindSpore's BatchNorm
+    lacks, is marked."""
+    code = ("import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\n\n\ndef make_bn(c):\n    return nn.BatchNorm1d(c)\n\n\n"
+            "layers = []\nfor _ in range(2):\n    layers.append(nn.BatchNorm1d(3))\nnet = nn.Sequential(*layers)\n"
+            "bn = make_bn(3)\nx = torch.arange(12.0).reshape(4, 3) ** 1.5\nnet(x)\nbn(x)\n"
+            "print('stats', [round(v, 5) + 0.0 for v in net[0].running_mean.tolist() + net[1].running_mean.tolist() + bn.running_var.tolist()])\n")
+    result = convert_source(code, "t.py")
+    assert not result.diagnostics, result.diagnostics
+    outs = []
+    for name, text in (("src.py", code), ("dst.py", result.code)):
+        (tmp_path / name).write_text(text)
+        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append([line for line in proc.stdout.splitlines() if line.startswith("stats")])
+    assert outs[0] == outs[1] and outs[0], outs
+    own = ("import torch.nn as nn\n\n\nclass Stats:\n    def __init__(self):\n        self.running_mean = 0.0\n\n\n"
+           "bn = nn.BatchNorm1d(3)\ns = Stats()\nprint(s.running_mean, bn.num_batches_tracked)\n")
+    result = convert_source(own, "t.py")
+    assert "s.running_mean" in result.code
+    assert [d.line for d in result.diagnostics if "num_batches_tracked" in d.message] == [11]
