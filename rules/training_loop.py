@@ -2178,7 +2178,7 @@ class TrainingLoopPass(PathTransformer):
                                 "before": rest, "after": post[j:]}
             if isinstance(stmt, cst.If):
                 inner = self._find_step(list(stmt.body.body), scaler)
-                if inner is not None and inner["kind"] == "plain" and not scaler:
+                if inner is not None and inner["kind"] == "plain":
                     inner_after = [s for s in inner["after"] if not self._is_zero_grad(s)]
                     return {"kind": "accumulate", "optimizer": inner["optimizer"],
                             "clips": clips + inner["clips"], "before": rest, "if": stmt,
@@ -2393,7 +2393,7 @@ class TrainingLoopPass(PathTransformer):
             lines.append(f"    grads = {reducer}(grads)")
         extra_returns: list[str] = []
         clip_lines, norm_names = self._clip_lines(step["clips"])
-        if scaler and step["kind"] != "loop_sum":
+        if scaler and step["kind"] not in ("loop_sum", "accumulate"):
             lines.append(f"grads = {scaler}.unscale(grads)")
             lines.append(f"is_finite = {ms_('mindspore.amp.all_finite')}(grads)")
             lines.append("if is_finite:")
@@ -2438,9 +2438,16 @@ class TrainingLoopPass(PathTransformer):
             lines.append(f"    {ms_('mindspore.ops.assign_add')}(acc, grad)")
             lines += [f"{n} = {ms_('mindspore.ops.zeros')}(())" for n in norm_names]
             lines.append(f"if {flag}:")
-            lines.append(f"    accumulated = tuple({accum})")
-            lines += ["    " + re.sub(r"\bgrads\b", "accumulated", c) for c in clip_lines]
-            lines.append(f"    {step['optimizer']}(accumulated)")
+            applied = [*(re.sub(r"\bgrads\b", "accumulated", c) for c in clip_lines), f"{step['optimizer']}(accumulated)"]
+            if scaler:   # torch's scaler.step: the scaled sum unscaled, applied when finite; update()
+                lines.append(f"    accumulated = {scaler}.unscale(tuple({accum}))")
+                lines.append(f"    is_finite = {ms_('mindspore.amp.all_finite')}(accumulated)")
+                lines.append("    if is_finite:")
+                lines += ["        " + a for a in applied]
+                lines.append(f"    {scaler}.adjust(is_finite)")
+            else:
+                lines.append(f"    accumulated = tuple({accum})")
+                lines += ["    " + a for a in applied]
             lines.append(f"    for acc in {accum}:")
             lines.append(f"        {ms_('mindspore.ops.assign')}(acc, {ms_('mindspore.ops.zeros_like')}(acc))")
             extra_returns = norm_names

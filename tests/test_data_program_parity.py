@@ -392,3 +392,19 @@ def test_indexed_torchvision_datasets_give_torchs_samples(tmp_path):
     assert got["ys"] == [0, 3, 5] and got["len"] == 8
     assert got["raw"] == ["Image", [28, 28], int(test_images[2, 3, 4]), 2, "int"]
     assert got["folder"] == [[3, 3, 5], pytest.approx(float(pixels[1].sum()) / 255.0, rel=1e-5), 1]
+
+
+@pytest.mark.parametrize("loop, marked", [
+    ("for (x,) in loader:\n    print(x.tolist())\n", False),                       # one pass: one order
+    ("for i, (x,) in enumerate(loader):\n    print(i, len(loader.dataset))\n", False),
+    ("for epoch in range(2):\n    for (x,) in loader:\n        print(x.tolist())\n", True),
+    ("def run(data):\n    for (x,) in data:\n        print(x.tolist())\nrun(loader)\nrun(loader)\n", True),
+])
+def test_the_same_order_every_epoch_is_marked_where_a_loader_is_gone_over_again(loop, marked):
+    """A seeded program's shuffled loader: MindSpore rebuilds the pipeline with the same seed at
+    every pass (the same order each epoch, where torch reshuffles), marked; a loader gone over once
+    at the top level has one order in both: no marker."""
+    src = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ntorch.manual_seed(0)\n"
+           "loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, shuffle=True)\n" + loop)
+    found = [d for d in convert_source(src, "t.py").diagnostics if "each epoch sees the same order" in d.message]
+    assert bool(found) == marked

@@ -56,6 +56,7 @@ STEPS = {
     "train_two_optimizers_in_function.py": 8,   # both parts
     "train_denoising_shuffled_batches.py": 8,   # both epochs, the evaluation loader between them
     "train_host_generator_batches.py": 4,
+    "train_scaler_accumulation.py": 8,   # four accumulated updates
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

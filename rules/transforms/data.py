@@ -937,10 +937,52 @@ def _check_loader_uses(site, shuffle, src) -> None:
         shuffled = literal_value(shuffle)
     except ValueError:
         shuffled = None
-    if shuffled is not False and re.search(r"\bmanual_seed(_all)?\s*\(", code):
+    if shuffled is not False and re.search(r"\bmanual_seed(_all)?\s*\(", code) and \
+            not _iterated_once(site.rw.module, site.assigned_name):
         site.flag("review", f"{site.qualname}: with a global seed every `for ... in loader` pass rebuilds the "
                             f"pipeline with the same seed: each epoch sees the same order (torch reshuffles); "
                             f"iterate one loader.create_tuple_iterator(num_epochs=EPOCHS) across the epochs")
+
+
+def _iterated_once(module: cst.Module, name: str | None) -> bool:
+    """Whether the loader bound to `name` is gone over in one pass only: one `for` statement
+    reads it (`for x, y in loader`, `enumerate(loader)`), at the top level and in no loop, and
+    nothing else but attribute reads (`loader.dataset`) uses it."""
+    if name is None:
+        return False
+    fors, others = [], 0
+
+    class Uses(cst.CSTVisitor):
+        def __init__(self):
+            self.depth = 0   # loops and functions around
+
+        def _enter(self, node) -> None:
+            self.depth += 1
+
+        def _leave(self, node) -> None:
+            self.depth -= 1
+
+        visit_While = visit_FunctionDef = _enter
+        leave_While = leave_FunctionDef = _leave
+
+        def visit_For(self, node: cst.For) -> None:
+            if any(isinstance(n, cst.Name) and n.value == name for n in walk(node.iter)):
+                fors.append(self.depth)
+            self.depth += 1
+
+        def leave_For(self, node) -> None:
+            self.depth -= 1
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            return not (isinstance(node.value, cst.Name) and node.value.value == name)
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal others
+            others += node.value == name
+
+    module.visit(Uses())
+    # the assignment and the one for statement's reading are the name's only other uses
+    return fors == [0] and others == 2
 
 
 def _loaders_of(site, name: str) -> int:
