@@ -256,3 +256,19 @@ def test_comments_after_the_arguments_of_a_rebuilt_multi_line_call_stay_with_the
     code = convert_source(src).code
     assert "    nn.Dense(4, 8),  # first\n    nn.ReLU(),  # act\n    nn.Dense(8, 2),  # last\n)" in code
     assert code.count("# sizes") == 1 and code.count("# act") == 1, code
+
+
+def test_requires_grad_of_a_parameter_loop_and_buffers_are_said_once():
+    """`for p in ema.parameters(): p.requires_grad_(False)` (also when the name is bound again by a
+    zip of two parameters() loops) sets a Parameter's requires_grad: no 'plain tensor' marker; a
+    loop over a list of tensors keeps it. buffers() of a file with BatchNorm: one marker per file."""
+    src = ("import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))\n"
+           "ema = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))\nfor p in ema.parameters():\n    p.requires_grad_(False)\n"
+           "for pe, p in zip(ema.parameters(), model.parameters()):\n    pe.data.copy_(p.data)\n"
+           "for be, b in zip(ema.buffers(), model.buffers()):\n    be.data.copy_(b.data)\n")
+    result = convert_source(src, "t.py")
+    assert "p.requires_grad = False" in result.code
+    assert not [d for d in result.diagnostics if "requires_grad" in d.message], result.diagnostics
+    assert len([d for d in result.diagnostics if "num_batches_tracked" in d.message]) == 1
+    plain = convert_source("import torch\nw = torch.zeros(3)\nfor p in [w]:\n    p.requires_grad_(True)\n", "t.py")
+    assert [d for d in plain.diagnostics if "only a Parameter's requires_grad" in d.message]

@@ -280,7 +280,8 @@ def buffers(site):
     for torch_name in ("prefix", "recurse"):
         if site.has(torch_name) and (named or torch_name == "recurse"):
             args.append(cst.Arg(site.arg(torch_name), keyword=cst.Name(torch_name)))
-    if re.search(r"BatchNorm", site.rw.ctx.source):
+    if re.search(r"BatchNorm", site.rw.ctx.source) and not getattr(site.rw, "_buffers_marked", False):
+        site.rw._buffers_marked = True   # once per file: the same for every call
         site.flag("review", f"{site.qualname}: BatchNorm's running statistics are its moving_mean and "
                             f"moving_variance; its num_batches_tracked has no MindSpore counterpart")
     return cst.Call(func, args)

@@ -588,6 +588,37 @@ def _made_by_torch(site, name: str) -> bool:
     return name in made
 
 
+def _parameter_loop_variable(site, name: str) -> bool:
+    """`for p in model.parameters():` (or named_parameters()'s second name): every binding of
+    `name` in the file is such a loop's, so it holds a Parameter."""
+    from msmigrate.names import TargetBindings, dotted, walk
+
+    found: list[bool] = []
+
+    class Bindings(TargetBindings):
+        def visit_For(self, node: cst.For) -> None:
+            pairs = [(node.target, node.iter)]
+            if isinstance(node.iter, cst.Call) and dotted(node.iter.func) == "zip" and \
+                    isinstance(node.target, cst.Tuple) and len(node.target.elements) == len(node.iter.args):
+                # `for pe, p in zip(ema.parameters(), model.parameters())`
+                pairs = [(e.value, a.value) for e, a in zip(node.target.elements, node.iter.args)]
+            for target, call in pairs:
+                method = call.func.attr.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else ""
+                if method == "named_parameters" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    target = target.elements[1].value
+                if isinstance(target, cst.Name) and target.value == name:
+                    found.append(method in ("parameters", "named_parameters"))
+                else:
+                    self._bind(target, None)
+
+        def _bind(self, target, value) -> None:
+            if any(isinstance(n, cst.Name) and n.value == name for n in walk(target)):
+                found.append(False)
+
+    site.rw.ctx.module.visit(Bindings())
+    return bool(found) and all(found)
+
+
 @torch_method
 def requires_grad_(site):
     """Only Parameters carry requires_grad in MindSpore; gradients are taken w.r.t. what
@@ -604,8 +635,9 @@ def requires_grad_(site):
         return _replace_statement(site, site.stmt("{w} = {P}({w}, name={n})\n", w=site.receiver,
                                                   P=site.ref("mindspore.Parameter"), n=cst.SimpleString(repr(name))))
     if _is_statement(site) and isinstance(site.receiver, (cst.Name, cst.Attribute)):
-        site.flag("review", f"{site.qualname}: only a Parameter's requires_grad matters in "
-                            f"MindSpore; a plain tensor is differentiated when passed to grad")
+        if not (isinstance(site.receiver, cst.Name) and _parameter_loop_variable(site, site.receiver.value)):
+            site.flag("review", f"{site.qualname}: only a Parameter's requires_grad matters in "
+                                f"MindSpore; a plain tensor is differentiated when passed to grad")
         stmt = site.stmt("{r}.requires_grad = {f}\n", r=site.receiver, f=flag)
         return _replace_statement(site, stmt)
     name = site.assigned_name
