@@ -850,9 +850,8 @@ def _per_batch_map(site, collate, ncols, bare=False) -> list[cst.Arg]:
     site.flag("review", f"{site.qualname}: collate_fn gets each sample's arrays as Tensors and its numbers as "
                         f"Python numbers (a NumPy array the Dataset returns comes as a Tensor too) and must "
                         f"return one value per column")
-    helper = generated(site, generated_data.msmigrate_collated)
-    args = [kwarg("per_batch_map", site.expr("lambda *columns: {h}({f}, columns%s)" % (", bare=True" if bare else ""),
-                                             h=helper, f=collate))]
+    helper = generated(site, generated_data.msmigrate_pipeline_turns, generated_data.msmigrate_collated)
+    args = [kwarg("per_batch_map", site.expr("{h}({f}%s)" % (", bare=True" if bare else ""), h=helper, f=collate))]
     fn = _find_function(site.rw.module, dotted(collate)) if dotted(collate) else None
     returned = _returns_count(fn) if fn is not None else None
     if returned is None and _returns_one_value(site, collate if isinstance(collate, cst.Lambda) else fn):
