@@ -2349,6 +2349,35 @@ class TrainingLoopPass(PathTransformer):
         return None
 
     # ---- code generation -----------------------------------------------------------------
+    def _fills_rebound(self, stmts: list) -> list:
+        """`label.fill_(0.0)` / `label.zero_()` in a forward_fn, of a tensor the forward made
+        (DCGAN's one label for the real and the fake loss): bound again to a new tensor
+        (ops.full_like / zeros_like). Differentiated in PyNative (a step left uncompiled, parity),
+        MindSpore 2.10 computes the earlier loss's gradient with the written value."""
+        made: set[str] = set()
+        out = []
+        for stmt in stmts:
+            call = _call_of(stmt)
+            if call is not None and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) \
+                    and call.func.value.value in made and isinstance(stmt, cst.SimpleStatementLine) \
+                    and isinstance(stmt.body[0], cst.Expr) and len(stmt.body) == 1:
+                name, method = call.func.value.value, call.func.attr.value
+                if method == "fill_" and len(call.args) == 1 and not call.args[0].keyword:
+                    value = self._code(call.args[0].value)
+                    stmt = stmt.with_changes(body=self._stmt(
+                        f"{name} = {self._ref('mindspore.ops.full_like')}({name}, {value})").body)
+                elif method == "zero_" and not call.args:
+                    stmt = stmt.with_changes(body=self._stmt(
+                        f"{name} = {self._ref('mindspore.ops.zeros_like')}({name})").body)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                        made.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+                    elif isinstance(small, cst.Assign):   # `alias = label`: a write would reach both
+                        made.difference_update(n.value for n in walk(small.value) if isinstance(n, cst.Name))
+            out.append(stmt)
+        return out
+
     def _generate(self, step, names, slice_stmts, loss_stmt, loss_name, inputs, outputs, post, scaler):
         ms_ = lambda q: self._ref(q)  # noqa: E731
         args = ", ".join(inputs)
@@ -2363,6 +2392,7 @@ class TrainingLoopPass(PathTransformer):
         forward = self._stmt(f"def {names['forward']}({args}):\n    return {fwd_ret}\n")
         body_stmts = [inner for s in slice_stmts for inner in self._strip_autocast(s)]
         body_stmts += [loss_stmt] if loss_stmt else []
+        body_stmts = self._fills_rebound(body_stmts)
         forward = forward.with_changes(body=forward.body.with_changes(body=[*body_stmts, *forward.body.body]))
         if step.get("others"):
             return self._generate_union(step, names, forward, loss_name, inputs, outputs, post)

@@ -57,6 +57,7 @@ STEPS = {
     "train_denoising_shuffled_batches.py": 8,   # both epochs, the evaluation loader between them
     "train_host_generator_batches.py": 4,
     "train_scaler_accumulation.py": 8,   # four accumulated updates
+    "train_gan_label_refilled.py": 4,
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
 ARGS = {"train_step_in_namespace.py": ("2",)}

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -1369,13 +1370,16 @@ class _DrawReplay:
         t = self.seq[self.pos]
         shape = tuple(getattr(out, "shape", ()))
         function = lambda n: "forward" if n == "construct" else n  # noqa: E731
+        # a draw the conversion moved into the functions it builds a step from (forward_fn,
+        # train_step: a GAN's noise) was drawn where torch's loop ran
+        moved = _STEP_FUNCTION.match(frame.f_code.co_name) is not None
         reason = None
         if t["kind"] != kind:
             reason = (f"torch's {t['call']} has no single MindSpore draw to replay" if t["kind"] is None
                       else f"kind: MindSpore {kind}, torch {t['call']} (MindSpore {t['kind']})")
         elif tuple(t["shape"]) != shape:
             reason = f"shape: MindSpore {list(shape)}, torch {t['shape']}"
-        elif function(t["function"]) != function(frame.f_code.co_name):
+        elif function(t["function"]) != function(frame.f_code.co_name) and not moved:
             reason = f"called in {frame.f_code.co_name}, torch's in {t['function']}"
         elif f"draw/{self.pos}" not in self.arrays:
             reason = "torch's value was not recorded"
@@ -1414,6 +1418,10 @@ class _DrawReplay:
                                         f"torch draw(s) of the steps compared (drawn inside compiled code?)",
                                         "torch_call": t["call"], "torch_line": t["line"],
                                         "torch_function": t["function"], "torch_file": t["file"], "step": t["step"]}
+
+
+# the functions msmigrate convert builds a training step from (their fresh names: forward_fn_1)
+_STEP_FUNCTION = re.compile(r"(forward_fn|train_step)(_\d+)?$")
 
 
 def _first_run_batches(spec: dict) -> list[list[np.ndarray]]:
