@@ -256,6 +256,8 @@ def _replay_value(name: str, args, kwargs, result):
     value = result.detach().cpu()
     if name in _REPLAY_KINDS:
         return _REPLAY_KINDS[name], value.numpy().copy()
+    if name == "Distribution.sample":   # the value MindSpore's Distribution.sample returns
+        return "sample", value.numpy().copy()
 
     def param(i, key, default):
         v = args[i] if len(args) > i else kwargs.get(key, default)
@@ -346,6 +348,14 @@ def run_torch(rec: Record, script: str) -> None:
     for mname in RANDOM_METHODS:
         if hasattr(torch.Tensor, mname):
             setattr(torch.Tensor, mname, drawing(f"Tensor.{mname}", getattr(torch.Tensor, mname)))
+    # a distribution's sample (an action of a policy): replayed as MindSpore's Distribution.sample;
+    # rsample, differentiable, is recorded as a draw not replayed (the random data it explains)
+    import torch.distributions as tdist
+    for cls in vars(tdist).values():
+        if isinstance(cls, type) and issubclass(cls, tdist.Distribution):
+            for mname in ("sample", "rsample"):
+                if mname in cls.__dict__:
+                    setattr(cls, mname, drawing(f"Distribution.{mname}", cls.__dict__[mname]))
     # nets: every network recorded, {"prefix", "state" (name -> array), "params" (named parameters),
     # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
@@ -1333,6 +1343,11 @@ class _DrawReplay:
                 except TypeError:
                     continue
                 setattr(module, name, wrapper)
+        try:   # a distribution's sample, called from the program (a step with one runs uncompiled)
+            from mindspore.nn.probability.distribution import Distribution
+            Distribution.sample = self._wrap("sample", "Distribution.sample", Distribution.sample)
+        except ImportError:
+            pass
         return True
 
     def _wrap(self, kind, call, orig):
