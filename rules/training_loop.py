@@ -98,6 +98,10 @@ def _assigned_name(stmt) -> str | None:
 
 
 
+# methods filling or emptying a Python container (a replay buffer)
+_CONTAINER_METHODS = frozenset({"append", "extend", "appendleft", "extendleft", "insert", "pop", "popleft",
+                                "clear", "add", "update", "remove"})
+
 # random layers and calls of a network (MindSpore's static graph repeats them at a second call
 # when seeded)
 _RANDOM_LAYER = re.compile(r"Dropout|RReLU|GaussianNoise")
@@ -1252,10 +1256,19 @@ class TrainingLoopPass(PathTransformer):
                                                                                 *step.get("others", ())) if o})]
         if made and not self.loops[-1]:
             chosen = [i for i in chosen if i > made[-1]]
+        def mutated(i: int) -> set[str]:
+            """What pre[i] may change in place: `buffer.append(obs)` of a Python container
+            changes the container, not what goes into it."""
+            call = _call_of(pre[i])
+            if call is not None and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) \
+                    and call.func.attr.value in _CONTAINER_METHODS and self._host_container(call.func.value.value):
+                return {call.func.value.value}
+            return eff[i].mutated
+
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
                 not (reads(pre[chosen[0]]) & (trained | holders)) and \
                 self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
-                not (eff[chosen[0]].writes & set().union(*(eff[i].mutated for i in chosen[1:]))):
+                not (eff[chosen[0]].writes & set().union(*(mutated(i) for i in chosen[1:]))):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
@@ -1850,6 +1863,10 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_QUERIES \
                         and isinstance(func.value, cst.Name) and func.value.value not in leaves:
                     return   # `X.size(0)` of the dataset: a number
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                        and func.attr.value in _CONTAINER_METHODS and func.value.value not in leaves \
+                        and self._host_container(func.value.value) and not self._names_network(node, leaves):
+                    return   # `buffer.append(transition)`: a replay buffer, a list of the program's
                 if isinstance(func, cst.Attribute):
                     root = func.value
                     while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
@@ -1861,6 +1878,16 @@ class TrainingLoopPass(PathTransformer):
         visitor = _Calls()
         stmt.visit(visitor)
         return visitor.ok
+
+    def _host_container(self, name: str) -> bool:
+        """`name` is bound only to Python containers in the file (`buffer = []`, `deque(maxlen=n)`,
+        `dict()`): what is put into one is data, never the network's."""
+        values = [v.left if isinstance(v, cst.BinaryOperation) else v   # `[[0.0] * 4] * 4`
+                  for v in self._module_bindings().get(name, ())]
+        return bool(values) and all(
+            isinstance(v, (cst.List, cst.Dict, cst.Set)) or (isinstance(v, cst.Call) and (
+                self._q(v.func) in ("collections.deque", "builtins.list", "builtins.dict", "builtins.set")
+                or dotted(v.func) in ("list", "dict", "set", "deque"))) for v in values)
 
     def _captures_only_self(self, scope: cst.FunctionDef, captured: set[str]) -> bool:
         params = params_of(scope.params)
@@ -2856,9 +2883,27 @@ class TrainingLoopPass(PathTransformer):
                        f"the same random numbers (dropout masks, noise) at each call where torch draws anew: "
                        f"it trains like torch but slower")
         self.reporter.flag("MSC109", message, *self._pos(backward_stmt))
+        defs = [self._host_aux(d) for d in defs]
         marker = cst.EmptyLine(comment=cst.Comment(f"# msmigrate: MSC109 {message}"))
         return [d.with_changes(decorators=[], leading_lines=[*d.leading_lines, marker])
                 if isinstance(d, cst.FunctionDef) and d.name.value == step else d for d in defs]
+
+    def _host_aux(self, stmt):
+        """`grad_fn = ms.value_and_grad(forward_fn, None, params, has_aux=True)` of a step left
+        uncompiled: through msmigrate_value_and_grad_host_aux, which takes what forward_fn
+        returns after the loss as it is (PyNative's has_aux rejects a Python number there)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign)
+                and isinstance(stmt.body[0].value, cst.Call)):
+            return stmt
+        call = stmt.body[0].value
+        aux = [a for a in call.args if a.keyword is not None and a.keyword.value == "has_aux"]
+        if not aux or self._code(aux[0].value) != "True" or not self._code(call.func).endswith("value_and_grad"):
+            return stmt
+        from msmigrate.rules.transforms.common import generated_text
+        func = generated_text(self.ctx.plan, "steps", "msmigrate_value_and_grad_host_aux")
+        args = [a for a in call.args if a is not aux[0]]
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(func=func, args=args))])
 
     def _distribution_in(self, stmts: list) -> str | None:
         """`Categorical(...)` where the step's statements build a torch.distributions object, or
