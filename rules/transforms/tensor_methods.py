@@ -1149,7 +1149,8 @@ def data_read(site):
 
 def _in_compiled_function(site) -> bool:
     """In a function given to value_and_grad / grad (the training-loop conversion's forward_fn,
-    run inside its @ms.jit train_step) or decorated with jit: compiled code too, where
+    run inside its @ms.jit train_step, or uncompiled through msmigrate_value_and_grad_host_aux:
+    differentiated all the same) or decorated with jit: compiled code too, where
     `x.data` in a step with BatchNorm and a branch fails to compile (PyTorch-GAN's EBGAN:
     `if (margin - d_loss_fake.data).item() > 0:`)."""
     return any(name in _compiled_names(site.rw.module) for name in site.rw.functions)
@@ -1158,7 +1159,8 @@ def _in_compiled_function(site) -> bool:
 @functools.lru_cache(maxsize=16)
 def _compiled_names(module: cst.Module) -> frozenset[str]:
     given = {call.args[0].value.value for call in m.findall(module, m.Call(
-        func=m.Name("value_and_grad") | m.Name("grad") | m.Attribute(attr=m.Name("value_and_grad") | m.Name("grad")),
+        func=m.Name("value_and_grad") | m.Name("grad") | m.Name("msmigrate_value_and_grad_host_aux")
+        | m.Attribute(attr=m.Name("value_and_grad") | m.Name("grad")),
         args=[m.Arg(value=m.Name()), m.ZeroOrMore()]))}
     jitted = {f.name.value for f in m.findall(module, m.FunctionDef())
               if any("jit" in cst.Module([]).code_for_node(d.decorator) for d in f.decorators)}
