@@ -70,12 +70,57 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         newline = "\r\n" if lines[i].endswith("\r\n") else "\n"
         lines[i] = (f"{indent}# msmigrate: {UNCOMPILED_CODE} left uncompiled (PyNative) because a static graph would "
                     f"freeze or reject this code: {why}{newline}")
+        _host_aux_in(lines, a, b)
         line = _source_line(source, code.splitlines()[first.line - 1])
         message = (f"{name} left uncompiled (PyNative, no @ms.jit): {why}; it trains like torch but "
                    f"slower: fix that code, then add @ms.jit back")
         diagnostics.append(Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
                                       "warning", False, "review"))
-    return "".join(lines), diagnostics
+    text = "".join(lines)
+    if _HOST_AUX in text and f"def {_HOST_AUX}(" not in text:
+        text = _with_definition(text, _host_aux_definition(re.search(rf"\b{_HOST_AUX}\(", text) and
+                                                           re.search(r"\b(\w+)\.value_and_grad\(", text)))
+    return text, diagnostics
+
+
+_HOST_AUX = "msmigrate_value_and_grad_host_aux"
+_VALUE_AND_GRAD_AUX = re.compile(r"\b(ms|mindspore)\.value_and_grad\((.*), *has_aux *= *True *\)")
+
+
+def _host_aux_in(lines: list[str], a: int, b: int) -> None:
+    """The step's `grad_fn = ms.value_and_grad(forward_fn, None, params, has_aux=True)` (lines a..b,
+    before the step) through msmigrate_value_and_grad_host_aux: uncompiled, PyNative's has_aux
+    rejects a Python number among the values after the loss (rules/generated/steps.py)."""
+    for j in range(a, b + 1):
+        lines[j] = _VALUE_AND_GRAD_AUX.sub(lambda m: f"{_HOST_AUX}({m.group(2)})", lines[j])
+
+
+def _host_aux_definition(found) -> str:
+    """rules/generated/steps.py's helper, as text (it imports MindSpore), with the file's name
+    for mindspore."""
+    from pathlib import Path
+
+    from msmigrate.rules import generated
+    text = (Path(generated.__file__).parent / "steps.py").read_text()
+    definition = text[text.index(f"def {_HOST_AUX}("):].rstrip() + "\n"
+    alias = found.group(1) if found else "ms"
+    return definition.replace("ms.value_and_grad(", f"{alias}.value_and_grad(")
+
+
+def _with_definition(text: str, definition: str) -> str:
+    """`definition` placed after the file's leading imports (and its generated definitions'
+    place: before the first other top-level statement)."""
+    lines = text.splitlines(keepends=True)
+    at = 0
+    for i, ln in enumerate(lines):
+        if re.match(r"(import|from)\s", ln) or (not ln.strip() and at == i):
+            at = i + 1
+        elif ln.strip() and not ln.startswith(("#", " ", "\t")):
+            break
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    head = "".join(lines[:at]).rstrip("\r\n")
+    return (head + newline * 3 if head else "") + definition.replace("\n", newline) + newline * 2 \
+        + "".join(lines[at:]).lstrip("\r\n")
 
 
 def _uncompiled_calls(lines: list[str], helper: str) -> list[str]:
