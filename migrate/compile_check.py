@@ -56,6 +56,7 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
     if unplaced and compiled_calls:   # the networks called outside the steps run uncompiled too
         return uncompile_unsound_steps("".join(_uncompiled_calls(lines, COMPILING_HELPER)), source, path)
     diagnostics = []
+    aliases: set[str] = set()   # names for mindspore of the value_and_grad calls rewritten
     for i in added:
         a, b = regions[i]
         # a finding outside every generated step (the model, a helper) may be reached from any
@@ -70,16 +71,15 @@ def uncompile_unsound_steps(code: str, source: str, path: str) -> tuple[str, lis
         newline = "\r\n" if lines[i].endswith("\r\n") else "\n"
         lines[i] = (f"{indent}# msmigrate: {UNCOMPILED_CODE} left uncompiled (PyNative) because a static graph would "
                     f"freeze or reject this code: {why}{newline}")
-        _host_aux_in(lines, a, b)
+        aliases |= _host_aux_in(lines, a, b)
         line = _source_line(source, code.splitlines()[first.line - 1])
         message = (f"{name} left uncompiled (PyNative, no @ms.jit): {why}; it trains like torch but "
                    f"slower: fix that code, then add @ms.jit back")
         diagnostics.append(Diagnostic(path, line, 1, UNCOMPILED_CODE, " ".join(message.split()),
                                       "warning", False, "review"))
     text = "".join(lines)
-    if _HOST_AUX in text and f"def {_HOST_AUX}(" not in text:
-        text = _with_definition(text, _host_aux_definition(re.search(rf"\b{_HOST_AUX}\(", text) and
-                                                           re.search(r"\b(\w+)\.value_and_grad\(", text)))
+    if aliases and f"def {_HOST_AUX}(" not in text:
+        text = _with_definition(text, _host_aux_definition(sorted(aliases)[0]))
     return text, diagnostics
 
 
@@ -87,15 +87,22 @@ _HOST_AUX = "msmigrate_value_and_grad_host_aux"
 _VALUE_AND_GRAD_AUX = re.compile(r"\b(ms|mindspore)\.value_and_grad\((.*), *has_aux *= *True *\)")
 
 
-def _host_aux_in(lines: list[str], a: int, b: int) -> None:
+def _host_aux_in(lines: list[str], a: int, b: int) -> set[str]:
     """The step's `grad_fn = ms.value_and_grad(forward_fn, None, params, has_aux=True)` (lines a..b,
     before the step) through msmigrate_value_and_grad_host_aux: uncompiled, PyNative's has_aux
-    rejects a Python number among the values after the loss (rules/generated/steps.py)."""
+    rejects a Python number among the values after the loss (rules/generated/steps.py). The
+    names for mindspore the rewritten calls used."""
+    aliases = set()
+
+    def host_aux(m) -> str:
+        aliases.add(m.group(1))
+        return f"{_HOST_AUX}({m.group(2)})"
     for j in range(a, b + 1):
-        lines[j] = _VALUE_AND_GRAD_AUX.sub(lambda m: f"{_HOST_AUX}({m.group(2)})", lines[j])
+        lines[j] = _VALUE_AND_GRAD_AUX.sub(host_aux, lines[j])
+    return aliases
 
 
-def _host_aux_definition(found) -> str:
+def _host_aux_definition(alias: str) -> str:
     """rules/generated/steps.py's helper, as text (it imports MindSpore), with the file's name
     for mindspore."""
     from pathlib import Path
@@ -103,7 +110,6 @@ def _host_aux_definition(found) -> str:
     from msmigrate.rules import generated
     text = (Path(generated.__file__).parent / "steps.py").read_text()
     definition = text[text.index(f"def {_HOST_AUX}("):].rstrip() + "\n"
-    alias = found.group(1) if found else "ms"
     return definition.replace("ms.value_and_grad(", f"{alias}.value_and_grad(")
 
 

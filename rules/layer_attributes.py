@@ -996,20 +996,17 @@ class LayerAttributePass(cst.CSTTransformer):
                 attr in _LAYER_ONLY_WORDS and not any(attr in info.attrs for info in self.analysis.classes.values()))):
             return []
         family = MISSING_ATTRIBUTES.get(attr, ("",))[0]
-        return sorted(q for q in self._constructed()
+        return sorted(q for q in self._constructed
                       if attr in self.renames.get(q, {}) or (family and family in q))
 
     @functools.cached_property
-    def _all_constructed(self) -> frozenset[str]:
-        imports = dict(self.ctx.names.imports)
-        return frozenset(q for n in walk(self.ctx.module) if isinstance(n, cst.Call)
-                         for q in [resolve(n.func, imports) or ""]
-                         if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper())
-
     def _constructed(self) -> frozenset[str]:
         """The torch layer classes the program constructs anywhere (`layers.append(nn.BatchNorm1d(4))`
         too, which the analysis of assignments does not see)."""
-        return self.analysis.created | self._all_constructed
+        imports = dict(self.ctx.names.imports)
+        return frozenset(q for n in walk(self.ctx.module) if isinstance(n, cst.Call)
+                         for q in [resolve(n.func, imports) or ""]
+                         if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper()) | self.analysis.created
 
     def _probably_module(self, receiver, owner) -> bool:
         """A receiver of unknown class that is a module: an apply() function's argument, an

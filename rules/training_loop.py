@@ -97,7 +97,6 @@ def _assigned_name(stmt) -> str | None:
     return None
 
 
-
 # methods filling or emptying a Python container (a replay buffer)
 _CONTAINER_METHODS = frozenset({"append", "extend", "appendleft", "extendleft", "insert", "pop", "popleft",
                                 "clear", "add", "update", "remove"})
@@ -108,22 +107,6 @@ _RANDOM_LAYER = re.compile(r"Dropout|RReLU|GaussianNoise")
 _RANDOM_CALL = re.compile(r"[Dd]ropout|bernoulli|multinomial|RReLU|rrelu|gumbel|rsample\(")
 # draws of a network's forward (in __init__ they initialize parameters once)
 _FORWARD_DRAW = re.compile(r"\brand|\bnormal\(")
-
-
-def _built_from(module) -> dict[str, list]:
-    """`model = Net(...).to(device)`, `self.enc = nn.Sequential(...)`: the construction calls
-    each name (or self. attribute) is assigned in the file."""
-    built: dict[str, list] = {}
-    for n in walk(module):
-        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.value, cst.Call):
-            target = dotted(n.targets[0].target)
-            call = n.value
-            # unwrap .to(device) / .cuda() / .train() chained on the construction
-            while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
-                call = call.func.value
-            if target is not None:
-                built.setdefault(target, []).append(call)
-    return built
 
 
 class _PlaceRefs(cst.CSTTransformer):
@@ -632,6 +615,7 @@ class TrainingLoopPass(PathTransformer):
         self._renamed: set[str] = set()   # networks given a parameter-name prefix so far
         self._objects = None       # _PythonObjects of the module, built when first needed
         self._generators = None    # _host_generators, found when first needed
+        self._assigned_calls = None   # _constructions, found when first needed
         self._trainable = None     # TrainableTensors of the module, built when first needed
         self._rebinds = None       # module-level names bound more than once (ModuleRebinds)
         self._stores: dict = {}    # networks -> containers of their kept outputs (_kept_outputs_read)
@@ -762,13 +746,24 @@ class TrainingLoopPass(PathTransformer):
         object, and the module whose draws theirs are."""
         if self._generators is None:
             self._generators = {}
-            for n in walk(self.module):
-                if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.value, cst.Call):
-                    module = self._GENERATOR_CLASSES.get(self.scopes.resolve(n.value.func) or "")
-                    target = dotted(n.targets[0].target)
-                    if module and target:
+            for target, calls in self._constructions().items():
+                for call in calls:
+                    module = self._GENERATOR_CLASSES.get(self.scopes.resolve(call.func) or "")
+                    if module:
                         self._generators[target] = module
         return self._generators
+
+    def _constructions(self) -> dict[str, list]:
+        """`model = Net(...).to(device)`, `self.enc = nn.Sequential(...)`, `g = np.random.RandomState(0)`:
+        the calls each name (or self. attribute) is assigned in the file, built once."""
+        if self._assigned_calls is None:
+            self._assigned_calls = {}
+            for n in walk(self.module):
+                if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.value, cst.Call):
+                    target = dotted(n.targets[0].target)
+                    if target is not None:
+                        self._assigned_calls.setdefault(target, []).append(n.value)
+        return self._assigned_calls
 
     def _pos(self, node) -> tuple[int, int]:
         # a statement whose children were rebuilt is a new node: find its original's position
@@ -1260,10 +1255,8 @@ class TrainingLoopPass(PathTransformer):
             """What pre[i] may change in place: `buffer.append(obs)` of a Python container
             changes the container, not what goes into it."""
             call = _call_of(pre[i])
-            if call is not None and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) \
-                    and call.func.attr.value in _CONTAINER_METHODS and self._host_container(call.func.value.value):
-                return {call.func.value.value}
-            return eff[i].mutated
+            container = self._container_filled(call) if call is not None else None
+            return {container} if container else eff[i].mutated
 
         while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
                 not (reads(pre[chosen[0]]) & (trained | holders)) and \
@@ -1863,9 +1856,7 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(func, cst.Attribute) and func.attr.value in _SIZE_QUERIES \
                         and isinstance(func.value, cst.Name) and func.value.value not in leaves:
                     return   # `X.size(0)` of the dataset: a number
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
-                        and func.attr.value in _CONTAINER_METHODS and func.value.value not in leaves \
-                        and self._host_container(func.value.value) and not self._names_network(node, leaves):
+                if self._container_filled(node) not in (None, *leaves) and not self._names_network(node, leaves):
                     return   # `buffer.append(transition)`: a replay buffer, a list of the program's
                 if isinstance(func, cst.Attribute):
                     root = func.value
@@ -1878,6 +1869,15 @@ class TrainingLoopPass(PathTransformer):
         visitor = _Calls()
         stmt.visit(visitor)
         return visitor.ok
+
+    def _container_filled(self, call: cst.Call) -> str | None:
+        """The name of the Python container (see _host_container) a call fills or empties
+        (`buffer.append(obs)`), else None."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.attr.value in _CONTAINER_METHODS and self._host_container(func.value.value):
+            return func.value.value
+        return None
 
     def _host_container(self, name: str) -> bool:
         """`name` is bound only to Python containers in the file (`buffer = []`, `deque(maxlen=n)`,
@@ -2820,7 +2820,7 @@ class TrainingLoopPass(PathTransformer):
             return None
         functions = {f.name.value: f for f in walk(self.module) if isinstance(f, cst.FunctionDef)}
         classes = {c.name.value: c for c in walk(self.module) if isinstance(c, cst.ClassDef)}
-        built = _built_from(self.module)
+        built = self._constructions()
 
         def code(node) -> str:
             return cst.Module([]).code_for_node(node)
