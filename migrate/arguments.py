@@ -237,6 +237,32 @@ class _Analysis:
         return found.pop() if len(found) == 1 else None
 
 
+class _PassedNames(_Analysis):
+    """The same analysis, but a fact is the top-level name of the file every call passes
+    (`train_step(G, D, opt_G, opt_D)`: `og` of `def train_step(gen, disc, og, od)` is `opt_G`)."""
+
+    def value(self, expr, scope: _Scope, depth: int) -> str | None:
+        if not isinstance(expr, ast.Name) or depth > _MAX_DEPTH:
+            return None
+        owner = _owner(scope, expr.id)
+        if owner is None:
+            return None
+        if owner.parent is None:
+            return expr.id
+        func = owner.node
+        if expr.id in owner.params and expr.id not in owner.values and \
+                isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return self.param(func.name, expr.id, depth)
+        return None
+
+
+def passed_names(tree: ast.Module, imports: Mapping[str, str],
+                 plain_decorators: Iterable[str] = ()) -> dict[str, dict[str, str]]:
+    """Function name -> {parameter -> the top-level name every call passes for it}, sound by the
+    same refusals as argument_objects."""
+    return _PassedNames(tree, imports, {}, frozenset(), frozenset(plain_decorators)).run()
+
+
 def _returns(node):
     """The return statements of a function (not of functions or classes nested in it); walked
     with a stack (a long expression nests deeper than Python's recursion limit)."""

@@ -4,6 +4,7 @@
 # Multi-statement rewrites run before the table-driven pass, in this order.
 STRUCTURAL_PASSES = ["msmigrate.rules.split_statements:SplitStatementsPass",
                      "msmigrate.rules.conditional_steps:ConditionalStepsPass",
+                     "msmigrate.rules.optimizer_lists:OptimizerListsPass",
                      "msmigrate.rules.requires_grad_flags:RequiresGradFlagsPass",
                      "msmigrate.rules.cell_lambdas:CellLambdasPass",
                      "msmigrate.rules.packed_sequences:PackedSequencesPass",

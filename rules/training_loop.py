@@ -30,7 +30,7 @@ from collections import Counter
 
 import libcst as cst
 
-from msmigrate.arguments import argument_objects
+from msmigrate.arguments import argument_objects, passed_names
 from msmigrate.dataflow import backward_slice, effects, names, ordered_reads, reads, related, writes
 from msmigrate.names import (TRIVIA_TYPES, ModuleRebinds, PathTransformer, ScopeStack, TargetBindings, dotted, fresh_name, is_source,
                              is_statement_type, params_of, resolve, walk)
@@ -148,6 +148,31 @@ def _left_as_torch(qualname: str) -> bool:
 
     rec = load_table().lookup(qualname)
     return rec is not None and not rec.target and not rec.transform
+
+
+# attributes of a network that hold its parameters (or a sub-network: `G.fc(x)` is a call)
+_PARAMETER_ATTRIBUTE = re.compile(r"(weight|bias|embedding_table|gamma|beta)(_\w+)?|parameters|named_parameters")
+
+
+def _reads_setting(node) -> bool:
+    """`G.in_features` / `G.latent` (read as a value: the caller checks it is not called or gone
+    into further): a setting of the network, no use of its parameters (`z = torch.randn(8,
+    G.in_features)` draws plain data)."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and \
+        not _PARAMETER_ATTRIBUTE.fullmatch(node.attr.value)
+
+
+# torch.nn classes without parameters of their own (losses, activations, pooling, ...)
+_PARAMETERLESS = re.compile(r"\w*Loss|\w*Pool\dd|Dropout\w*|Flatten|Unflatten|Identity|Upsample\w*|Pixel\w*|"
+                            r"\w*Pad\dd|Softmax\w*|LogSoftmax|Softmin|ReLU6?|LeakyReLU|RReLU|ELU|SELU|CELU|GELU|"
+                            r"SiLU|Mish|Sigmoid|LogSigmoid|Tanh|Tanhshrink|Softplus|Softsign|Hard\w+|Softshrink|"
+                            r"Threshold|GLU|CosineSimilarity|PairwiseDistance|ChannelShuffle|Fold|Unfold")
+
+
+def _layer_with_parameters(qualname: str) -> bool:
+    parts = qualname.split(".")
+    return len(parts) == 3 and parts[:2] == ["torch", "nn"] and parts[2][:1].isupper() and \
+        not _PARAMETERLESS.fullmatch(parts[2])
 
 
 class _Prescan(cst.CSTVisitor):
@@ -606,6 +631,8 @@ class TrainingLoopPass(PathTransformer):
         self.path, self.scalers, self.optimizers = scan.path, scan.scalers, scan.optimizers
         self.unconvertible = scan.unconvertible
         self.closure_optimizers = scan.closure_optimizers
+        self.aliases = self._passed_aliases(ctx)
+        self._add_passed_optimizers(ctx)
         self.data_parallel = scan.data_parallel
         self.autocast = None   # (autocast call, region body, condition) met while building a forward_fn
         self.refs: list[str] = []  # MindSpore qualnames behind the __msref_N__ placeholders
@@ -958,8 +985,12 @@ class TrainingLoopPass(PathTransformer):
         this file that names one."""
         if not leaves:
             return False
-        for n in walk(stmt):
-            if isinstance(n, cst.Name) and n.value in leaves - {"self"}:
+        nodes = list(walk(stmt))
+        gone_into = {id(n.func) for n in nodes if isinstance(n, cst.Call)} | \
+            {id(n.value) for n in nodes if isinstance(n, (cst.Attribute, cst.Subscript))}
+        settings = {id(n.value) for n in nodes if _reads_setting(n) and id(n) not in gone_into}
+        for n in nodes:
+            if isinstance(n, cst.Name) and n.value in leaves - {"self"} and id(n) not in settings:
                 return True
             if isinstance(n, cst.Attribute) and n.attr.value in leaves and dotted(n.value) == "self":
                 return True
@@ -1258,10 +1289,11 @@ class TrainingLoopPass(PathTransformer):
             container = self._container_filled(call) if call is not None else None
             return {container} if container else eff[i].mutated
 
-        while chosen and self._prepares_data(pre[chosen[0]], leaves) and \
-                not (reads(pre[chosen[0]]) & (trained | holders)) and \
-                self._kept_outputs_read([pre[chosen[0]]], leaves) is None and \
-                not (eff[chosen[0]].writes & set().union(*(mutated(i) for i in chosen[1:]))):
+        while chosen and (self._prepares_data(pre[chosen[0]], leaves) and
+                          not (reads(pre[chosen[0]]) & (trained | holders)) and
+                          self._kept_outputs_read([pre[chosen[0]]], leaves) is None and
+                          not (eff[chosen[0]].writes & set().union(*(mutated(i) for i in chosen[1:])))
+                          or self._writes_before_step(pre[chosen[0]], [pre[i] for i in chosen[1:]])):
             # stays outside: the compiled step takes the batch as tensors (but a container the
             # step fills, `losses = []`, is part of the step)
             chosen.pop(0)
@@ -1405,7 +1437,8 @@ class TrainingLoopPass(PathTransformer):
         # `for net, opt in zip(nets, opts):` one compiled step per optimizer object, built inside
         # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
         # is no jit argument)
-        per_object = self._binding_loop(step["optimizer"]) if "optimizer" in step else None
+        per_object = (self._binding_loop(step["optimizer"]) or self._picked_in_loop(step["optimizer"])) \
+            if "optimizer" in step else None
         # the trained tensors are read by forward_fn where they live, never passed to it
         inputs = [n for n in inputs if n not in step.get("tensors", ())]
         if per_object is not None:
@@ -1484,8 +1517,11 @@ class TrainingLoopPass(PathTransformer):
             bound = sorted(_target_names(per_object.target), key=self._code(per_object.target).find)
             factory = self._factory(defs, self.fresh(f"make_{names['step']}"), names["step"], bound)
             self.pending.setdefault(id(loop), []).extend([factory, self._stmt(f"{cache} = {{}}")])
-            return self._cached_per_object(defs, factory.name.value, bound, names["step"], cache,
-                                           step["optimizer"]) + new_body
+            lookup = self._cached_per_object(defs, factory.name.value, bound, names["step"], cache, step["optimizer"])
+            # after the statement picking the optimizer, when the loop's body does (_picked_in_loop)
+            at = next((i + 1 for i, st in enumerate(new_body) if set(bound) & writes(st)), 0) \
+                if isinstance(per_object, cst.AssignTarget) else 0
+            return new_body[:at] + lookup + new_body[at:]
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
             defs = self._cached_on_self(defs, names["step"])
@@ -1681,13 +1717,48 @@ class TrainingLoopPass(PathTransformer):
 
     def _holders(self, optimizers: list[str]) -> set[str]:
         """The networks these optimizers train (every network holding parameters an optimizer
-        is built from, when one of them is not known)."""
+        is built from, when one of them is not known), under their own names and under the
+        parameter names a function of the file receives them by."""
         if self._holder_scan is None:
             self._holder_scan = _ParameterHolders()
             self.module.visit(self._holder_scan)
         scan = self._holder_scan
-        found = [scan.by_name.get(o) for o in optimizers]
-        return set().union(*found) if all(found) else set(scan.all)
+        found = [scan.by_name.get(o) or scan.by_name.get(self.aliases.get(o)) for o in optimizers]
+        holders = set().union(*found) if all(found) else set(scan.all)
+        return holders | {p for p, name in self.aliases.items() if name in holders}
+
+    @staticmethod
+    def _passed_aliases(ctx) -> dict[str, str]:
+        """Parameter -> the top-level name every call of its function passes (`og` of `def
+        train_step(gen, disc, og, od)` called as `train_step(G, D, opt_G, opt_D)`); a parameter
+        name two functions receive different names by is left out."""
+        if ctx.names.tree is None:
+            return {}
+        out: dict[str, str | None] = {}
+        for params in passed_names(ctx.names.tree, ctx.names.imports, PLAIN_DECORATORS).values():
+            for p, name in params.items():
+                if p != name:
+                    out[p] = name if out.get(p, name) == name else None
+        return {p: name for p, name in out.items() if name is not None}
+
+    def _add_passed_optimizers(self, ctx) -> None:
+        """Parameters every call passes an optimizer for are optimizers, whatever their name
+        (`_is_optimizer` guesses only from names like `optimizer`)."""
+        for p, name in self.aliases.items():
+            if name in self.optimizers:
+                self.optimizers.add(p)
+                if name in self.closure_optimizers:
+                    self.closure_optimizers.add(p)
+                if name in self.unconvertible:
+                    self.unconvertible[p] = self.unconvertible[name]
+        for params in ctx.arguments.values():
+            for p, q in params.items():
+                if q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
+                    self.optimizers.add(p)
+                    if q in CLOSURE_OPTIMIZERS:
+                        self.closure_optimizers.add(p)
+                    if _left_as_torch(q):
+                        self.unconvertible[p] = q
 
     def _statements(self, node):
         """Simple statements under `node` (in every branch: elif/else, try/except/finally), not
@@ -1699,6 +1770,17 @@ class TrainingLoopPass(PathTransformer):
                 yield child
             elif not isinstance(child, cst.BaseExpression):   # statements live in blocks only
                 yield from self._statements(child)
+
+    def _writes_before_step(self, stmt, later: list) -> bool:
+        """A no_grad block first in the step that changes tensors in place and binds nothing
+        the step reads (`with torch.no_grad(): emb.weight.data = F.normalize(...)`, a max-norm
+        constraint before the forward): an update of the parameters, not part of the loss. It
+        stays before the compiled step; inside the differentiated function MindSpore would take
+        the gradient with the write (or reject it in graph mode: SetData)."""
+        if not self._is_no_grad(stmt):
+            return False
+        e = effects(stmt)
+        return bool(e.mutated) and not any(related(r, b) for b in e.binds for s in later for r in reads(s))
 
     def _is_no_grad(self, stmt) -> bool:
         """`with torch.no_grad():` (or inference_mode) and nothing else."""
@@ -2005,6 +2087,22 @@ class TrainingLoopPass(PathTransformer):
         for loop in reversed(self.loops[-1]):
             if isinstance(loop, cst.For) and name in _target_names(loop.target):
                 return loop
+        return None
+
+    def _picked_in_loop(self, name: str):
+        """`opt = optimizers[step % 2]` (or `a if c else b`) in the body of an enclosing loop,
+        before the step: one compiled step per object it picks, as for a loop binding it (see
+        per_object); a step made once would keep the first one. Only existing objects (picked
+        from a container or a name): an optimizer made anew each pass is not cached."""
+        for loop in reversed(self.loops[-1]):
+            if not isinstance(getattr(loop, "body", None), cst.IndentedBlock):
+                continue
+            for stmt in loop.body.body:
+                small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name and \
+                        isinstance(small.value, (cst.Subscript, cst.Name, cst.IfExp)):
+                    return small.targets[0]
         return None
 
     def _factory(self, defs: list, name: str, step: str, params: list[str]):
@@ -2760,13 +2858,13 @@ class TrainingLoopPass(PathTransformer):
             self.module.visit(self._holder_scan)
         holders = []
         for opt in optimizers:
-            own = self._holder_scan.by_name.get(opt, set())
+            own = self._holder_scan.by_name.get(opt) or self._holder_scan.by_name.get(self.aliases.get(opt), set())
             self._renamed.update(prefixed_networks(own))   # renamed where the optimizer is made
             for h in sorted(own):
                 if h not in holders:
                     holders.append(h)
         code = "\n".join(self._code(st) for st in stmts)
-        called = self._holder_scan.all | self._network_names() | self._network_arguments() | self._sequentials()
+        called = self._holder_scan.all | self._network_names() | self._network_arguments() | self._torch_layers()
         if self.classes and self.classes[-1].name.value in self.ctx.plain_classes:
             called = called - {"self"}   # a trainer's `self` holds no parameters of its own
         holders += [h for h in sorted(called - set(holders))
@@ -2779,14 +2877,15 @@ class TrainingLoopPass(PathTransformer):
             out.append(self._stmt(prefix_statement(h)))
         return out
 
-    def _sequentials(self) -> set[str]:
-        """Names bound to an `nn.Sequential(...)` built in the file (a distillation's teacher and
-        student, both `0.weight`, ...): networks too when a step calls them."""
-        if getattr(self, "_sequential_scan", None) is None:
-            self._sequential_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project,
-                                                    extra=lambda q: q == "torch.nn.Sequential")
-            self.module.visit(self._sequential_scan)
-        return self._sequential_scan.names
+    def _torch_layers(self) -> set[str]:
+        """Names bound to a torch.nn layer with parameters built in the file (`nn.Sequential(...)`
+        of a distillation's teacher and student, both `0.weight`; a frozen `nn.Linear` projection
+        before a trained one, both `weight`): networks too when a step calls them."""
+        if getattr(self, "_layer_scan", None) is None:
+            self._layer_scan = ModuleInstances(dict(self.ctx.names.imports), self.ctx.project,
+                                               extra=_layer_with_parameters)
+            self.module.visit(self._layer_scan)
+        return self._layer_scan.names
 
     def _network_arguments(self) -> set[str]:
         """Parameters of the function holding this step that every call passes a network for

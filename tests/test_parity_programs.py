@@ -57,6 +57,10 @@ STEPS = {
     "train_denoising_shuffled_batches.py": 8,   # both epochs, the evaluation loader between them
     "train_host_generator_batches.py": 4,
     "train_scaler_accumulation.py": 8,   # four accumulated updates
+    "train_optimizer_list.py": 4,
+    "train_optimizer_picked_in_loop.py": 4,
+    "train_embedding_renorm.py": 4,
+    "train_dataset_appended_rows.py": 4,
     "train_gan_label_refilled.py": 4,
 }
 # the program's own command line (msmigrate parity SCRIPT -- ARGS), given to both runs
