@@ -41,6 +41,12 @@ def loop_tensors(target, iterable) -> list[str]:
     return []
 
 
+def inplace_method(node: cst.AugAssign) -> cst.Expr:
+    """`t *= d` -> `t.mul_(d)` (an operator of _METHODS)."""
+    method = _METHODS[type(node.operator)]
+    return cst.Expr(cst.Call(func=cst.Attribute(value=node.target, attr=cst.Name(method)), args=[cst.Arg(node.value)]))
+
+
 def _rewritten(node, ancestors) -> bool:
     """An operator assignment to a name an enclosing loop binds to a network's tensor."""
     if not (isinstance(node, cst.AugAssign) and type(node.operator) in _METHODS and isinstance(node.target, cst.Name)):
@@ -61,6 +67,4 @@ class TensorAugAssignPass(PathTransformer):
     def leave_AugAssign(self, original, updated):
         if id(original) not in self.targets:
             return updated
-        method = _METHODS[type(original.operator)]
-        return cst.Expr(cst.Call(func=cst.Attribute(value=updated.target, attr=cst.Name(method)),
-                                 args=[cst.Arg(updated.value)]))
+        return inplace_method(updated)

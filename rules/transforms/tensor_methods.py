@@ -1147,6 +1147,26 @@ def data_read(site):
     return site.expr("{f}({x})", f="@mindspore.ops.stop_gradient", x=site.receiver)
 
 
+def copy_into(site):
+    """`x.copy_(src)`: MindSpore's Tensor.copy_ writes x as torch's does (kept), except in compiled
+    code (construct, forward_fn), where a write into a Parameter becomes SetData: rejected on CPU,
+    or its value lost (a masked weight trained unmasked). There a statement of its own becomes
+    ops.assign of src broadcast to x's shape and cast to its dtype, as copy_ does."""
+    from msmigrate.rules.transforms.functional import _whole_statement
+    if site.receiver is None or not (_in_cell_method(site) or _in_compiled_function(site)):
+        return site.node
+    target = _target(site.receiver)
+    if not _whole_statement(site) or not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+        return site.node
+    # `.data` reads in src were kept for this statement's write (data_read): torch's value cut
+    # from the graph, which in compiled code is ops.stop_gradient (Parameter.data is not)
+    stop = site.ref("mindspore.ops.stop_gradient")
+    src = m.replace(site.arg("src"), m.Attribute(attr=m.Name("data")),
+                    lambda node, _: cst.Call(stop, [cst.Arg(node.value)]))
+    value = site.expr("{b}({s}, {t}.shape).astype({t}.dtype)", b="@mindspore.ops.broadcast_to", s=src, t=target)
+    return _assign_back(site, target, value, parameter=_writes_through_data(site.receiver))
+
+
 def _in_compiled_function(site) -> bool:
     """In a function given to value_and_grad / grad (the training-loop conversion's forward_fn,
     run inside its @ms.jit train_step, or uncompiled through msmigrate_value_and_grad_host_aux:
