@@ -301,6 +301,11 @@ def _stored_row(cls: cst.ClassDef, value):
     attr = value.value.attr.value
     stored = [n.value for n in walk(cls) if isinstance(n, cst.Assign) and len(n.targets) == 1
               and isinstance(n.targets[0].target, cst.Attribute) and dotted(n.targets[0].target) == f"self.{attr}"]
+    filled = [v for v in stored if not (isinstance(v, cst.List) and not v.elements)]
+    if not filled:   # `self.samples = []`, then `self.samples.append((x, label))`
+        return _appended_row(cls, f"self.{attr}") or value
+    if len(filled) == 1 and isinstance(filled[0], cst.Name):   # a local list, appended to, then stored
+        return _appended_row(cls, filled[0].value) or value
     if len(stored) != 1:
         return value
     made = stored[0]
@@ -313,6 +318,16 @@ def _stored_row(cls: cst.ClassDef, value):
             not any(a.star for a in made.args[0].value.args):
         return cst.Tuple([cst.Element(a.value) for a in made.args[0].value.args])
     return value
+
+
+def _appended_row(cls: cst.ClassDef, name: str):
+    """The tuple literal every `name.append(...)` in the class appends (all of one length), else None."""
+    rows = [n.args[0].value for n in walk(cls) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "append" and dotted(n.func.value) == name and len(n.args) == 1]
+    if rows and all(isinstance(r, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in r.elements)
+                    and len(r.elements) == len(rows[0].elements) for r in rows):
+        return rows[0]
+    return None
 
 
 def _getitem_columns(cls: cst.ClassDef) -> int | str | None:

@@ -243,6 +243,10 @@ def _keyword(call: cst.Call, name: str):
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 
+# the builtins making Python numbers (a builtin the file does not rebind)
+_BUILTIN_NUMBERS = {"float": "pyfloat", "int": "pyint", "bool": "pybool"}
+
+
 def _call_kind(rw, call: cst.Call, seen) -> str | None:
     dtype = _keyword(call, "dtype")
     func = call.func
@@ -254,6 +258,9 @@ def _call_kind(rw, call: cst.Call, seen) -> str | None:
     if isinstance(func, cst.Name) and func.value == "len" and rw.scopes.resolve(func) is None \
             and len(call.args) == 1:
         return "pyint"
+    if isinstance(func, cst.Name) and func.value in _BUILTIN_NUMBERS and rw.scopes.resolve(func) is None \
+            and len(call.args) <= 1:
+        return _BUILTIN_NUMBERS[func.value]   # float("-inf") of a causal mask, int(n)
     if isinstance(func, cst.Attribute) and rw.scopes.resolve(func) is None:   # a method: x.long()
         method = func.attr.value
         if method == "size" and len(call.args) == 1 and call.args[0].keyword is None:

@@ -12,16 +12,32 @@ from msmigrate.rules.transforms.common import generated, generated_text
 
 
 def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
-    """`forward` is called `construct` in a Cell; an `__init__` that adds children to a container
-    after it became an attribute ends by naming the parameters by their paths."""
+    """`forward` is called `construct` in a Cell, and `self(x)` in its other methods (a flow's
+    `log_prob`) `self.construct(x)`: a static graph cannot call the Cell it compiles a method of
+    ("The object is not callable"). An `__init__` that adds children to a container after it
+    became an attribute ends by naming the parameters by their paths."""
     body = []
     for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "__init__":
+            stmt = stmt.visit(_SelfCalls())
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
             stmt = stmt.with_changes(name=cst.Name("construct"))
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__" and _adds_children(stmt, site):
             stmt = _name_parameters_at_end(stmt)
         body.append(stmt)
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+class _SelfCalls(cst.CSTTransformer):
+    """`self(...)` -> `self.construct(...)`, not in nested classes (another `self`)."""
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def leave_Call(self, original, updated):
+        if isinstance(updated.func, cst.Name) and updated.func.value == "self":
+            return updated.with_changes(func=cst.Attribute(updated.func, cst.Name("construct")))
+        return updated
 
 
 # torch containers whose MindSpore Cell names a child's parameters from its siblings' names when

@@ -42,9 +42,9 @@ def trainable_params(value: cst.BaseExpression, site):
         built = _assignment_code(site, name)
         # (converted, named_parameters() leaves BatchNorm statistics out as torch does; a frozen
         # parameter in a MindSpore optimizer gets a zero gradient, which weight decay still acts
-        # on: only a file that freezes some says so)
+        # on: only a file that freezes some, and does not filter them out there, says so)
         if built and ("named_parameters(" in built or ".parameters(" in built) and \
-                re.search(r"requires_grad(_\(|\s*=[^=])", site.rw.module_code):
+                "requires_grad" not in built and re.search(r"requires_grad(_\(|\s*=[^=])", site.rw.module_code):
             site.flag("review", f"{site.qualname}: {name} is built from (named_)parameters(), which "
                                 f"also yield frozen parameters: a MindSpore optimizer gives them a zero "
                                 f"gradient, and its weight decay still shrinks them (torch skips them): keep "

@@ -549,9 +549,8 @@ def tensor_class(site):
         return site.call("mindspore.Tensor", [cst.Arg(data), kwarg("dtype", site.ref(dtype))])
     if values[0] is None and len(items) == 1 and (_is_plain_reference(data) or _is_arithmetic(data)):
         # torch.LongTensor(n) / torch.Tensor(3 * K - 1): a size when n is an int, data otherwise;
-        # which one is read at run time
-        site.flag("review", f"{site.qualname}({site.code(data)}): an int is a size (torch leaves the memory "
-                            f"uninitialised; zeros are one valid content), anything else data")
+        # which one is read at run time (unmarked: an int's uninitialised memory has zeros among
+        # its valid contents, and data is data)
         return cst.IfExp(
             test=site.expr("isinstance({x}, int)", x=data),
             body=site.call("mindspore.ops.zeros", [cst.Arg(cst.Tuple([cst.Element(data)])), cst.Arg(site.ref(dtype))]),
@@ -799,7 +798,11 @@ def norm(site):
         p_value = None if p is None else literal_value(p)
     except ValueError:
         p_value = _INFINITY.get(site.code(p).replace(" ", "").replace('"', "'"), ...)
-    if p_value is ...:
+    try:
+        one_dim = isinstance(literal_value(dim), int) if dim is not None else False
+    except ValueError:
+        one_dim = False
+    if p_value is ... and not one_dim:   # (over one given dim both take a vector norm)
         site.flag("review", f"{site.qualname}: p={site.code(p)} is not a literal: torch takes a vector norm "
                             f"of all elements when dim is None, ops.norm a matrix norm of a 2-D input")
     numeric = isinstance(p_value, (int, float)) and not isinstance(p_value, bool)
