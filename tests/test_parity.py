@@ -154,6 +154,16 @@ def test_compare_maps_names_and_finds_first_divergence():
     assert [row["state_ok"] for row in r["steps"]] == [True, False]
 
 
+def test_compare_equal_infinities_and_nans_are_equal():
+    """A causal mask buffer of -inf: -inf minus -inf is NaN, which compared as a difference."""
+    inf = float("inf")
+    t_state = [{"mask": [0.0, -inf, -inf], "w": [1.0, float("nan")]}]
+    r = compare(*_records([1.0], [1.0], t_state, [dict(t_state[0])]), Options())
+    assert r["passed"], r["first_divergence"]
+    r = compare(*_records([1.0], [1.0], t_state, [{"mask": [0.0, -inf, inf], "w": [1.0, float("nan")]}]), Options())
+    assert not r["passed"] and r["first_divergence"]["name"] == "mask"
+
+
 def test_compare_loss_tolerance_and_missing_steps():
     s = [{"fc.weight": [1.0]}] * 3
     r = compare(*_records([1.0, 1.0, 1.0], [1.00005, 1.0], s, s[:2]), Options(rtol=1e-4, atol=0))
@@ -357,6 +367,25 @@ def test_batches_drawn_by_randint_inside_the_step_are_replayed():
     # 3 evaluation batches, one per step compared, and the one drawn for step 4 before it stops
     assert d["replayed"] == d["torch_draws"] == 7 and d["calls"] == {"ops.randint": 7}, d
     assert d["uncompiled_step"] and "train_step ran uncompiled" in format_text(r)
+
+
+@pytest.mark.framework
+def test_a_step_run_uncompiled_for_its_draws_must_still_compile(tmp_path):
+    """Draws in the loop run the step uncompiled (replayed); a step MindSpore cannot compile (a
+    Cell calling itself, `self(x)`, as an older conversion wrote it) fails as the program does,
+    where parity said PASS."""
+    from msmigrate.parity.check import _convert
+
+    converted = _convert(PROGRAMS / "train_flow_self_call.py", tmp_path)
+    text = converted.read_text()
+    assert "self.construct(x)" in text
+    converted.write_text(text.replace("self.construct(x)", "self(x)"))
+    r = run_parity(PROGRAMS / "train_flow_self_call.py", converted, Options(steps=2, timeout=300))
+    assert not r["passed"]
+    f = r["first_divergence"]
+    assert f["kind"] == "compile" and "not callable" in f["detail"], format_text(r)
+    good = run_parity(PROGRAMS / "train_flow_self_call.py", None, Options(steps=2, timeout=300))
+    assert good["passed"] and good["setup"]["draws"]["uncompiled_step"], format_text(good)
 
 
 @pytest.mark.framework

@@ -92,8 +92,18 @@ def _run_runner(framework: str, script: Path, out: Path, opts: Options, torch_re
     return meta, arrays
 
 
+def _abs_diff(ms: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|ms - ref| elementwise, 0 where both hold the same value: an infinity (a causal mask's
+    -inf, whose difference is NaN) or NaN."""
+    ms = ms.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(ms - ref)
+    same = (ms == ref) | (np.isnan(ms) & np.isnan(ref))
+    return np.where(same, 0.0, d)
+
+
 def _close(ms: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> bool:
-    return ms.shape == ref.shape and bool(np.all(np.abs(ms.astype(np.float64) - ref) <= atol + rtol * np.abs(ref)))
+    return ms.shape == ref.shape and bool(np.all(_abs_diff(ms, ref) <= atol + rtol * np.abs(ref)))
 
 
 def _close_tensor(ms: np.ndarray, ref: np.ndarray, rtol: float, atol: float, scale: float) -> bool:
@@ -102,14 +112,20 @@ def _close_tensor(ms: np.ndarray, ref: np.ndarray, rtol: float, atol: float, sca
     element near zero takes an optimizer step of the same size, and the same rounding, as its
     neighbours (deeplearningzerotoall's RNN under Adam at lr 0.1: torch's own float32 and float64
     runs differ by 1e-5 in weights near zero, as much as atol alone allows there)."""
-    return ms.shape == ref.shape and bool(np.all(np.abs(ms.astype(np.float64) - ref) <= atol + rtol * scale))
+    return ms.shape == ref.shape and bool(np.all(_abs_diff(ms, ref) <= atol + rtol * scale))
+
+
+def _scale(ref: np.ndarray) -> float:
+    """The largest finite magnitude of a tensor (0 for none): what rtol is relative to."""
+    finite = np.abs(ref[np.isfinite(ref)]) if ref.size else ref
+    return float(np.max(finite)) if finite.size else 0.0
 
 
 def _diff(ms: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     if ms.shape != ref.shape:
         return float("inf"), float("inf")
-    d = float(np.max(np.abs(ms.astype(np.float64) - ref))) if ref.size else 0.0
-    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    d = float(np.max(_abs_diff(ms, ref))) if ref.size else 0.0
+    scale = _scale(ref)
     return d, d / scale if scale > 0 else (0.0 if d == 0 else float("inf"))
 
 
@@ -184,7 +200,7 @@ def sensitivity(tmeta: dict, tarr: dict, pmeta: dict, parr: dict) -> dict[tuple[
         moved = _mapped(parr, f"state/{step}", mappings)
         scales, relative = {}, 0.0
         for name, ref in _mapped(tarr, f"state/{step}", mappings).items():
-            scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+            scale = _scale(ref)
             if name in moved and moved[name].shape == ref.shape and scale > 0:
                 scales[name] = scale
                 relative = max(relative, _diff(moved[name], ref)[0] / scale)
@@ -263,7 +279,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
             got = marr.get(f"state/{step}/{name}")
             if got is None:
                 continue
-            scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+            scale = _scale(ref)
             if name in noise and got.shape == ref.shape:
                 got, ref = got[~noise[name]], ref[~noise[name]]
             d, _ = _diff(got, ref)
@@ -293,7 +309,7 @@ def compare(tmeta: dict, tarr: dict, mmeta: dict, marr: dict, opts: Options,
                          "relative": row["rel_diff"]}
             else:
                 got, ref = marr[f"state/{step}/{bad}"], tstate[bad]
-                scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+                scale = _scale(ref)
                 if bad in noise:
                     got, ref = got[~noise[bad]], ref[~noise[bad]]
                 d, _ = _diff(got, ref)
@@ -440,7 +456,7 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
         result = compare(tmeta, tarr, mmeta, marr, opts)
         first = result["first_divergence"] or {}
         if first.get("kind") == "state" or (first.get("kind") == "loss" and first["step"] > 1
-                                            and first.get("relative", 1) < 1e-2):
+                                            and (first.get("relative") or 1) < 1e-2):
             # is that difference more than float32 rounding makes of torch's own training? One
             # rounding may leave a value (a loss that sums large terms) unmoved by chance: a
             # second one, rounded otherwise, is run when the first does not account for it
@@ -457,6 +473,13 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
                 result = compare(tmeta, tarr, mmeta, marr, opts, moved)
                 if result["passed"]:
                     break
+    if mmeta.get("compile_error"):
+        # the step ran uncompiled to replay draws inside it: the program, run as it is, fails there
+        result["passed"] = False
+        result["first_divergence"] = {
+            "step": 1, "kind": "compile", "name": None,
+            "detail": f"the train step does not compile (run uncompiled here, so that its draws are "
+                      f"replayed; the program as it is fails at its first step): {mmeta['compile_error']}"}
     result["setup"] = {
         "torch_script": str(script), "converted": converted,
         "mindspore_script": str(against) if keep or not converted else "(temporary; --keep DIR keeps it)",

@@ -1205,7 +1205,9 @@ def run_mindspore(rec: Record, script: str) -> None:
             # tensors trained by hand: each call of the grad function it holds is the step
             # (by_hand), which records it from Python: the step runs uncompiled
             return function
-        return recording(function, function if st["uncompiled"] else compiled)
+        if st["uncompiled"]:
+            return recording(function, function, compiled)
+        return recording(function, compiled)
 
     def applying(compiled):
         """An optimizer applying its part of the step's gradients after the step returned (several
@@ -1250,7 +1252,10 @@ def run_mindspore(rec: Record, script: str) -> None:
 
     ms.vjp = vjp
 
-    def recording(function, compiled):
+    def recording(function, compiled, unused=None):
+        """`compiled` runs each step; `unused`, the step compiled, when it runs uncompiled (draws
+        replayed): compiled once without running, so that a step MindSpore cannot compile fails
+        here as it does when the program runs as it is."""
         def recording_step(*args, **kwargs):
             step = len(rec.losses) + 1
             settle_buffers()
@@ -1263,6 +1268,10 @@ def run_mindspore(rec: Record, script: str) -> None:
             st["ready"] = True
             match_networks()
             args = replay_args(step, args)
+            if step == 1 and unused is not None:
+                error = _compile_only(unused, args, kwargs)
+                if error:
+                    rec.meta["compile_error"] = error
             if step == 1 and rec.spec.get("grads") and st["model"] is not None:
                 # the dry run replays step 1's draws, and the real step replays them again
                 mark = draw_replay.mark()
@@ -1286,6 +1295,20 @@ def run_mindspore(rec: Record, script: str) -> None:
         flush_by_hand()
         settle_buffers()
         draw_replay.finish()
+
+
+def _compile_only(compiled, args, kwargs) -> str | None:
+    """Compile a jitted function for these arguments without running it (MindSpore's
+    MS_DEV_PRECOMPILE_ONLY): the error compiling raises, else None."""
+    os.environ["MS_DEV_PRECOMPILE_ONLY"] = "1"
+    try:
+        compiled(*args, **kwargs)
+    except Exception as exc:   # what the program would raise at its first step
+        lines = [ln for ln in str(exc).splitlines() if ln.strip() and not set(ln.strip()) <= set("-")]
+        return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    finally:
+        os.environ.pop("MS_DEV_PRECOMPILE_ONLY", None)
+    return None
 
 
 # MindSpore functions the conversion draws with (those that exist in ops / mint); the ones no torch
@@ -1484,13 +1507,23 @@ def _decorate_steps(path: str):
     tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
     found = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("train_step") and not node.decorator_list:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("train_step") and not node.decorator_list \
+                and not _calls_steps(node):
             node.decorator_list.append(ast.copy_location(ast.Name("__msmigrate_step__", ast.Load()), node))
             found = True
     if not found:
         return None
     ast.fix_missing_locations(tree)
     return compile(tree, path, "exec")
+
+
+def _calls_steps(function) -> bool:
+    """Whether a function calls steps of its own (the program's `train_step(G, D, ...)` holding a
+    GAN's two compiled steps): it is no step itself."""
+    import ast
+
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != function.name
+               and n.func.id.startswith(("train_step", "make_train_step")) for n in ast.walk(function))
 
 
 def _run_with_step_decorator(script: str, decorator) -> None:
