@@ -26,7 +26,7 @@ from msmigrate.names import PathTransformer
 from msmigrate.rules.tensor_aug_assign import _METHODS, inplace_method, loop_tensors
 
 # torch names, and the MindSpore names an earlier pass gave them (rules/layer_attributes.py)
-_PARAMETER_ATTRIBUTE = re.compile(r"(weight|bias|embedding_table|gamma|beta)(_\w+)?")
+PARAMETER_ATTRIBUTE = re.compile(r"(weight|bias|embedding_table|gamma|beta)(_\w+)?")
 _WRITE = re.compile(r"\.data\s*[-+*/]?=(?!=)")
 _MADE_PARAMETER = re.compile(r"self\.(\w+)\s*=\s*(?:torch\.)?(?:nn\.)?Parameter\(")
 
@@ -71,7 +71,7 @@ def _rewritten(node, ancestors, made: set[str]) -> bool:
 
 def _is_parameter(owner, ancestors, made: set[str]) -> bool:
     if isinstance(owner, cst.Attribute):
-        return bool(_PARAMETER_ATTRIBUTE.fullmatch(owner.attr.value)) or owner.attr.value in made
+        return bool(PARAMETER_ATTRIBUTE.fullmatch(owner.attr.value)) or owner.attr.value in made
     if isinstance(owner, cst.Name):
         return any(owner.value in loop_tensors(a.target, a.iter) for a in ancestors if isinstance(a, cst.For))
     return False

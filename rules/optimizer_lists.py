@@ -27,9 +27,8 @@ from __future__ import annotations
 import libcst as cst
 
 from msmigrate.names import FocusedTransformer, dotted, resolve, walk
+from msmigrate.rules.training_loop import OPTIMIZER_PREFIX, SCHEDULER_PREFIX
 
-OPTIMIZER_PREFIX = "torch.optim."
-SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
 UNROLLED = ("step", "zero_grad")
 
 

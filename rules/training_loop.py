@@ -36,6 +36,7 @@ from msmigrate.names import (TRIVIA_TYPES, ModuleRebinds, PathTransformer, Scope
                              is_statement_type, params_of, resolve, walk)
 from msmigrate.rules import PLAIN_DECORATORS
 from msmigrate.rules.closure_steps import CLOSURE_OPTIMIZERS, GENERATED_CLOSURE_OPTIMIZERS, closure_optimizer
+from msmigrate.rules.data_writes import PARAMETER_ATTRIBUTE
 from msmigrate.rules.bare_tensors import (AfterBackward, NotFaithful, TrainableTensors, clears, grad_touched, grad_uses,
                                           zeroed)
 from msmigrate.rules.generated import cells
@@ -150,8 +151,8 @@ def _left_as_torch(qualname: str) -> bool:
     return rec is not None and not rec.target and not rec.transform
 
 
-# attributes of a network that hold its parameters (or a sub-network: `G.fc(x)` is a call)
-_PARAMETER_ATTRIBUTE = re.compile(r"(weight|bias|embedding_table|gamma|beta)(_\w+)?|parameters|named_parameters")
+# attributes of a network that hold its parameters (a sub-network's `G.fc(x)` is a call)
+_PARAMETER_ATTRIBUTE = re.compile(rf"{PARAMETER_ATTRIBUTE.pattern}|parameters|named_parameters")
 
 
 def _reads_setting(node) -> bool:
