@@ -1051,13 +1051,8 @@ class LayerAttributePass(cst.CSTTransformer):
                 self.scopes.resolve(value.func) != "torch.nn.ModuleDict" or len(value.args) != 1:
             return updated
         arg = value.args[0].value
-        if isinstance(arg, cst.DictComp):   # {k: nn.Sequential(...) for k in names}
-            item = self.analysis.value_kind(arg.value)
-            if item is not None and item.name in CONTAINERS:
-                self._note("manual", f"a ModuleDict of {item.name.rsplit('.', 1)[1]} values: MindSpore's CellDict "
-                                     f"rejects ModuleList/ModuleDict/Sequential values; keep them in a CellList "
-                                     f"with a name -> index dict, or as attributes of a plain Cell")
-            return updated
+        if isinstance(arg, cst.DictComp):   # {k: nn.Sequential(...) for k in names}: generated
+            return updated                  # msmigrate_ModuleDict (rules/transforms/models.py)
         members = self.analysis.dict_members(arg)
         if not members or not _holds_containers(Kind("torch.nn.ModuleDict", members=tuple(members.items()))):
             return updated   # CellDict holds it

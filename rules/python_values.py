@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import FocusedTransformer, ScopeStack, dotted
+from msmigrate.names import FocusedTransformer, ScopeStack, dotted, walk
 from msmigrate.rules.transforms.common import generated_text
 
 SCHEDULER_PREFIX = "torch.optim.lr_scheduler."
@@ -28,12 +28,12 @@ class PythonValuesPass(FocusedTransformer):
         # only statements naming these are visited (and so rebuilt): the rest keep their
         # identity, and with it their original position for later diagnostics
         naming = ctx.statements_naming({"get_last_lr", "param_groups"})
-        super().__init__(lambda stmt: naming(stmt) or _writes_lr(stmt))
+        super().__init__(lambda stmt: naming(stmt) or _names_lr(stmt))
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.schedulers: set[str] = set()
         self.optimizers: set[str] = set()
         self.targets: set[int] = set()   # subscripts written to (param_groups[0]['lr'] = ...)
-        self.groups: list[str] = []      # names of the loops over some `X.param_groups` around
+        self.groups: list[set[str]] = []   # names loops and comprehensions around bind to param groups
         self.visited_for: set[int] = set()
         self.ctx = ctx
 
@@ -60,13 +60,29 @@ class PythonValuesPass(FocusedTransformer):
 
     def visit_For(self, node: cst.For) -> None:
         self.visited_for.add(id(node))
-        over_groups = isinstance(node.iter, cst.Attribute) and node.iter.attr.value == "param_groups"
-        self.groups.append(node.target.value if over_groups and isinstance(node.target, cst.Name) else "")
+        self.groups.append(set(_group_names(node.target, node.iter)))
 
     def leave_For(self, original: cst.For, updated: cst.For) -> cst.For:
         if id(original) in self.visited_for:   # (on_leave runs for statements left unvisited too)
             self.groups.pop()
         return updated
+
+    def _visit_comprehension(self, node) -> None:
+        names, comp = set(), node.for_in
+        while comp is not None:
+            names.update(_group_names(comp.target, comp.iter))
+            comp = comp.inner_for_in
+        self.groups.append(names)
+
+    def _leave_comprehension(self, original, updated):
+        self.groups.pop()
+        return updated
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _visit_comprehension
+    leave_ListComp = leave_SetComp = leave_GeneratorExp = leave_DictComp = _leave_comprehension
+
+    def _is_group(self, name: str) -> bool:
+        return any(name in names for names in self.groups)
 
     def _group_lr(self, target) -> cst.BaseExpression | None:
         """The group of a `G['lr']` write target, G a param group (`X.param_groups[i]`, or the
@@ -74,7 +90,7 @@ class PythonValuesPass(FocusedTransformer):
         if not _writes_lr_of(target):
             return None
         group = target.value
-        if isinstance(group, cst.Name) and group.value in self.groups:
+        if isinstance(group, cst.Name) and self._is_group(group.value):
             return group
         if isinstance(group, cst.Subscript) and isinstance(group.value, cst.Attribute) \
                 and group.value.attr.value == "param_groups":
@@ -113,7 +129,10 @@ class PythonValuesPass(FocusedTransformer):
             return updated
         group = updated.value
         if isinstance(group, cst.Subscript) and isinstance(group.value, cst.Attribute) \
-                and group.value.attr.value == "param_groups" and dotted(group.value.value) in self.optimizers:
+                and group.value.attr.value == "param_groups" and dotted(group.value.value) in self.optimizers \
+                or isinstance(group, cst.Name) and self._is_group(group.value):
+            # (a group's rate read in a loop or comprehension: `[g['lr'] for g in opt.param_groups]`
+            # kept the Parameters themselves, which later updates change, and round() rejects)
             self.changes += 1
             return cst.Call(cst.Name("float"), [cst.Arg(updated)])
         return updated
@@ -134,9 +153,29 @@ def _writes_lr_of(target) -> bool:
     return isinstance(target, cst.Subscript) and _is_lr_key(target)
 
 
-def _writes_lr(stmt) -> bool:
-    """`G['lr'] = ...` / `G['lr'] *= ...` (visited although it names no param_groups)."""
+def _names_lr(stmt) -> bool:
+    """A simple statement reading or writing some `G['lr']` (visited although it names no
+    param_groups: G may be a loop's group)."""
     return isinstance(stmt, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(_writes_lr_of(t.target) for t in small.targets)
-        or isinstance(small, cst.AugAssign) and _writes_lr_of(small.target)
-        for small in stmt.body)
+        isinstance(n, cst.Subscript) and _is_lr_key(n) for n in walk(stmt))
+
+
+def _over_groups(iterable) -> bool:
+    return isinstance(iterable, cst.Attribute) and iterable.attr.value == "param_groups"
+
+
+def _group_names(target, iterable) -> list[str]:
+    """The names `for TARGET in ITERABLE` binds to param groups: `g` of `for g in
+    opt.param_groups`, of `for i, g in enumerate(opt.param_groups)`, of `for g, lr in
+    zip(opt.param_groups, lrs)`."""
+    if _over_groups(iterable):
+        return [target.value] if isinstance(target, cst.Name) else []
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
+            and isinstance(target, (cst.Tuple, cst.List))):
+        return []
+    args, elements = [a.value for a in iterable.args if a.keyword is None], target.elements
+    if iterable.func.value == "enumerate" and len(args) == 1 and len(elements) == 2:
+        return _group_names(elements[1].value, args[0])
+    if iterable.func.value == "zip" and len(args) == len(elements):
+        return [n for e, a in zip(elements, args) for n in _group_names(e.value, a)]
+    return []

@@ -58,6 +58,8 @@ STEPS = {
     "train_host_generator_batches.py": 4,
     "train_scaler_accumulation.py": 8,   # four accumulated updates
     "train_optimizer_list.py": 4,
+    "train_lr_groups_in_loops.py": 6,
+    "train_task_heads_dict.py": 4,
     "train_optimizer_picked_in_loop.py": 4,
     "train_embedding_renorm.py": 4,
     "train_dataset_appended_rows.py": 4,

@@ -40,6 +40,19 @@ class _SelfCalls(cst.CSTTransformer):
         return updated
 
 
+def module_dict(site):
+    """nn.ModuleDict(...) -> nn.CellDict where its values are seen (a dict of layers; one of
+    containers was made a plain Module by rules/layer_attributes.py); built empty and filled
+    later, or from a comprehension, the generated msmigrate_ModuleDict, which holds any Cell
+    (CellDict rejects SequentialCell/CellList/CellDict values: a dict of Sequential heads
+    crashed)."""
+    modules = site.arg("modules")
+    if modules is not None and not isinstance(modules, cst.DictComp):
+        return site.call(site.record.target)
+    func = generated_text(site.rw.imports, "containers", "msmigrate_ModuleDict")
+    return cst.Call(func, [cst.Arg(modules)] if modules is not None else [])
+
+
 # torch containers whose MindSpore Cell names a child's parameters from its siblings' names when
 # the child is added (append/extend/insert/add_module/[key] = ...): empty, it has none to go by
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
