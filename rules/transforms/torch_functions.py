@@ -1455,6 +1455,11 @@ def call_generated(site, name: str):
     return site.call(func)
 
 
+def call_kl_div(site):
+    """F.kl_div -> msmigrate_kl_div (the generated torch.kl_div's function, under F's name too)."""
+    return call_generated(site, "msmigrate_kl_div")
+
+
 _CELL_NAMES = {"ms": "mindspore", "ops": "mindspore.ops", "nn": "mindspore.nn"}   # in CELLS, the file's aliases
 
 
