@@ -58,6 +58,11 @@ class PythonValuesPass(FocusedTransformer):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.targets.add(id(node.target))
 
+    def visit_Call(self, node: cst.Call) -> None:
+        # `ops.assign(group['lr'], ...)` (converted code: OneCycleLR's start) writes the Parameter
+        if node.args and (dotted(node.func) or "").rsplit(".", 1)[-1] == "assign":
+            self.targets.add(id(node.args[0].value))
+
     def visit_For(self, node: cst.For) -> None:
         self.visited_for.add(id(node))
         self.groups.append(set(_group_names(node.target, node.iter)))
