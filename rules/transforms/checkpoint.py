@@ -401,6 +401,14 @@ def _fresh(site, base: str) -> str:
     return fresh_name(base, site.rw.ctx.names.taken | set(site.rw.ctx.names.imports))
 
 
+def _prefixes_networks(site) -> bool:
+    """The training-loop pass gave some network of the file a parameter-name prefix (its
+    `X.update_parameters_name('X.')` statements are in the module by now)."""
+    if getattr(site.rw, "_prefixes_networks", None) is None:
+        site.rw._prefixes_networks = "update_parameters_name(" in site.rw.module_code
+    return site.rw._prefixes_networks
+
+
 def load_state_dict(site):
     """model.load_state_dict(sd) -> each of the model's Parameters written in place with
     ops.assign from the table, and torch's strict check (missing / unexpected names raise).
@@ -434,10 +442,15 @@ def load_state_dict(site):
         site.before(site.stmt(f"{table} = dict({{src}}.parameters_and_names())  # keyed by path, as torch's\n",
                               src=source))
         sd = cst.parse_expression(table)
-    elif dotted(sd) is None:   # evaluated once
-        table = _fresh(site, "state_dict")
-        site.before(site.stmt(f"{table} = {{sd}}\n", sd=sd))
-        sd = cst.parse_expression(table)
+    else:
+        if not whole_table and not _is_optimizer(site, model) and _prefixes_networks(site):
+            # saved from (or into) a network the conversion gave a parameter-name prefix
+            func = generated_text(site.rw.imports, "checkpoint_files", "msmigrate_prefix_matched")
+            sd = cst.Call(func, [cst.Arg(model), cst.Arg(sd)])
+        if dotted(sd) is None:   # evaluated once
+            table = _fresh(site, "state_dict")
+            site.before(site.stmt(f"{table} = {{sd}}\n", sd=sd))
+            sd = cst.parse_expression(table)
     target, table = site.code(model), site.code(sd)
     if source is not None and not whole_table:
         path = _fresh(site, "path")
