@@ -32,7 +32,7 @@ class PythonValuesPass(FocusedTransformer):
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.schedulers: set[str] = set()
         self.optimizers: set[str] = set()
-        self.targets: set[int] = set()   # subscripts written to (param_groups[0]['lr'] = ...)
+        self.targets: set[int] = set()   # subscripts written to (param_groups[0]['lr'] = ...), or floats already
         self.groups: list[set[str]] = []   # names loops and comprehensions around bind to param groups
         self.visited_for: set[int] = set()
         self.ctx = ctx
@@ -59,8 +59,9 @@ class PythonValuesPass(FocusedTransformer):
         self.targets.add(id(node.target))
 
     def visit_Call(self, node: cst.Call) -> None:
-        # `ops.assign(group['lr'], ...)` (converted code: OneCycleLR's start) writes the Parameter
-        if node.args and (dotted(node.func) or "").rsplit(".", 1)[-1] == "assign":
+        # `ops.assign(group['lr'], ...)` (converted code: OneCycleLR's start) writes the Parameter;
+        # `float(group['lr'])` is read as a float already
+        if node.args and (dotted(node.func) or "").rsplit(".", 1)[-1] in ("assign", "float"):
             self.targets.add(id(node.args[0].value))
 
     def visit_For(self, node: cst.For) -> None:
