@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from msmigrate.names import FocusedTransformer, dotted, resolve, walk
+from msmigrate.names import FocusedTransformer, TargetBindings, bound_names, dotted, resolve, walk
 from msmigrate.rules.training_loop import OPTIMIZER_PREFIX, SCHEDULER_PREFIX
 
 UNROLLED = ("step", "zero_grad")
@@ -40,17 +40,12 @@ class OptimizerListsPass(FocusedTransformer):
     def __init__(self, ctx) -> None:
         super().__init__()
         self.imports = dict(ctx.names.imports)
-        self.bound: dict[str, list] = {}   # name -> values assigned to it anywhere in the file
+        self.bound: dict[str, list] = {}   # name -> values bound to it anywhere in the file
 
     def visit_Module(self, node: cst.Module) -> None:
-        for n in walk(node):
-            if isinstance(n, cst.Assign):
-                for t in n.targets:
-                    name = dotted(t.target)
-                    if name is not None:
-                        self.bound.setdefault(name, []).append(n.value)
-            elif isinstance(n, (cst.AugAssign, cst.AnnAssign)) and dotted(n.target):
-                self.bound.setdefault(dotted(n.target), []).append(None)
+        bindings = _Bindings()
+        node.visit(bindings)
+        self.bound = bindings.values
 
     def leave_IndentedBlock(self, original, updated):
         return updated.with_changes(body=self._unrolled(updated.body))
@@ -113,3 +108,16 @@ class OptimizerListsPass(FocusedTransformer):
                 return False
         return True
 
+
+
+class _Bindings(TargetBindings):
+    """name or dotted attribute (`self.optimizers`) -> the values bound to it; None for a binding
+    of no known value (`+=`, a loop or with target, an unpacking)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list] = {}
+
+    def _bind(self, target, value) -> None:
+        name = dotted(target)
+        for n in [name] if name is not None else bound_names(target):
+            self.values.setdefault(n, []).append(value if name is not None else None)
