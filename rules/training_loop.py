@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -222,18 +223,35 @@ class _Prescan(cst.CSTVisitor):
                     continue
                 if q in GRAD_SCALERS:
                     self.scalers.add(name)
-                elif q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
-                    self.optimizers.add(name)
-                    if q in CLOSURE_OPTIMIZERS:
-                        self.closure_optimizers.add(name)
-                    if _left_as_torch(q):
-                        self.unconvertible[name] = q
-                elif dotted(node.value.func) in GENERATED_CLOSURE_OPTIMIZERS:
+                elif not _record_optimizer(self, name, q) and \
+                        dotted(node.value.func) in GENERATED_CLOSURE_OPTIMIZERS:
                     self.closure_optimizers.add(name)
         return True
 
     def on_leave(self, node) -> None:
         self.stack.pop()
+
+
+class _PerObject(NamedTuple):
+    """An optimizer bound anew on each pass of a loop, so the step is built once per object:
+    `target` binds it (and the objects beside it); `picked` when a statement of the loop's body
+    binds it (the cached step is looked up after that statement), not the loop itself."""
+    target: cst.BaseExpression
+    picked: bool
+
+
+def _record_optimizer(owner, name: str, q: str) -> bool:
+    """Records `name` as an optimizer of torch class `q` in owner's optimizers (and its
+    closure_optimizers, or unconvertible when the class is left as torch); False when `q` is no
+    optimizer class. Shared by the scan of assignments and the parameters passed optimizers."""
+    if not q.startswith(OPTIMIZER_PREFIX) or q.startswith(SCHEDULER_PREFIX):
+        return False
+    owner.optimizers.add(name)
+    if q in CLOSURE_OPTIMIZERS:
+        owner.closure_optimizers.add(name)
+    if _left_as_torch(q):
+        owner.unconvertible[name] = q
+    return True
 
 
 TENSOR_FROM_DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor",
@@ -1438,8 +1456,7 @@ class TrainingLoopPass(PathTransformer):
         # `for net, opt in zip(nets, opts):` one compiled step per optimizer object, built inside
         # that loop; what the loop binds is read by the step's closure, not passed to it (a Cell
         # is no jit argument)
-        per_object = (self._binding_loop(step["optimizer"]) or self._picked_in_loop(step["optimizer"])) \
-            if "optimizer" in step else None
+        per_object = self._per_object(step["optimizer"]) if "optimizer" in step else None
         # the trained tensors are read by forward_fn where they live, never passed to it
         inputs = [n for n in inputs if n not in step.get("tensors", ())]
         if per_object is not None:
@@ -1521,7 +1538,7 @@ class TrainingLoopPass(PathTransformer):
             lookup = self._cached_per_object(defs, factory.name.value, bound, names["step"], cache, step["optimizer"])
             # after the statement picking the optimizer, when the loop's body does (_picked_in_loop)
             at = next((i + 1 for i, st in enumerate(new_body) if set(bound) & writes(st)), 0) \
-                if isinstance(per_object, cst.AssignTarget) else 0
+                if per_object.picked else 0
             return new_body[:at] + lookup + new_body[at:]
         if isinstance(scope, cst.FunctionDef) and self._captures_only_self(scope, free - set(inputs)):
             # a method: build the compiled step once per object, not on every call
@@ -1754,12 +1771,7 @@ class TrainingLoopPass(PathTransformer):
                     self.unconvertible[p] = self.unconvertible[name]
         for params in ctx.arguments.values():
             for p, q in params.items():
-                if q.startswith(OPTIMIZER_PREFIX) and not q.startswith(SCHEDULER_PREFIX):
-                    self.optimizers.add(p)
-                    if q in CLOSURE_OPTIMIZERS:
-                        self.closure_optimizers.add(p)
-                    if _left_as_torch(q):
-                        self.unconvertible[p] = q
+                _record_optimizer(self, p, q)
 
     def _statements(self, node):
         """Simple statements under `node` (in every branch: elif/else, try/except/finally), not
@@ -2090,11 +2102,21 @@ class TrainingLoopPass(PathTransformer):
                 return loop
         return None
 
+    def _per_object(self, name: str) -> _PerObject | None:
+        """How an enclosing loop binds the optimizer `name` anew each pass, if it does: as its
+        target (`for net, opt in zip(nets, opts)`) or by a statement of its body (_picked_in_loop)."""
+        loop = self._binding_loop(name)
+        if loop is not None:
+            return _PerObject(loop.target, picked=False)
+        target = self._picked_in_loop(name)
+        return _PerObject(target, picked=True) if target is not None else None
+
     def _picked_in_loop(self, name: str):
         """`opt = optimizers[step % 2]` (or `a if c else b`) in the body of an enclosing loop,
         before the step: one compiled step per object it picks, as for a loop binding it (see
         per_object); a step made once would keep the first one. Only existing objects (picked
-        from a container or a name): an optimizer made anew each pass is not cached."""
+        from a container or a name): an optimizer made anew each pass is not cached. Returns the
+        assignment's target."""
         for loop in reversed(self.loops[-1]):
             if not isinstance(getattr(loop, "body", None), cst.IndentedBlock):
                 continue
@@ -2103,7 +2125,7 @@ class TrainingLoopPass(PathTransformer):
                 if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
                         isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name and \
                         isinstance(small.value, (cst.Subscript, cst.Name, cst.IfExp)):
-                    return small.targets[0]
+                    return small.targets[0].target
         return None
 
     def _factory(self, defs: list, name: str, step: str, params: list[str]):
