@@ -406,6 +406,17 @@ def _computed_once(nodes: dict, template: str, fresh) -> tuple[dict, dict]:
     return nodes, bound
 
 
+def _element_name(expr) -> str | None:
+    """`criteria["cls"]` / `losses[0]` (a dotted name subscripted by a string or integer literal)
+    -> "criteria['cls']" / "losses[0]", the name its element is known by (_bind_elements)."""
+    if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
+        return None
+    base, key = dotted(expr.value), expr.slice[0].slice.value
+    if base is None or not isinstance(key, (cst.SimpleString, cst.Integer)):
+        return None
+    return f"{base}[{key.evaluated_value!r}]"
+
+
 _BARE = cst.Module([])
 _PURE_BUILTINS = {"isinstance", "getattr", "hasattr", "len", "type", "int", "float", "bool", "str", "tuple"}
 
@@ -1446,7 +1457,7 @@ class Rewriter(cst.CSTTransformer):
                 inline = transform_function(rec.on_instantiate)(Site(self, rec, rec.torch, out), None)
                 return inline if inline is not None else out
             return out
-        name = dotted(original.func)
+        name = dotted(original.func) or _element_name(original.func)
         if name in self.local_classes:
             rec = self.local_classes[name]
             self.call_records[id(original)] = (rec, name)
@@ -1684,6 +1695,9 @@ class Rewriter(cst.CSTTransformer):
         target = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(original.value, (cst.Tuple, cst.List)):
             return self._bind_unpacked(original, updated, target.elements, original.value.elements)
+        for t in original.targets:   # a name bound again holds none of its old elements
+            if dotted(t.target) is not None:
+                self._bind_elements(dotted(t.target), original.value)
         rec = self._constructed(original.value)
         if rec is None:
             copied = self._deep_copy_of(original.value)
@@ -1698,6 +1712,29 @@ class Rewriter(cst.CSTTransformer):
         finally:
             self.pos_stack.pop()
         return updated
+
+    def _bind_elements(self, name: str, value) -> None:
+        """`criteria = {"cls": nn.CrossEntropyLoss(), ...}` (or a list, tuple, ModuleDict or
+        ModuleList of them): each element a constructor made is an object of its record under the
+        name `criteria['cls']` / `losses[0]`, so `criteria["cls"](out, y)` converts as a call of
+        that object (CrossEntropyLoss's int32 labels). Elements of an earlier value are dropped."""
+        for key in [k for k in self.instances if k.startswith(name + "[")]:
+            del self.instances[key]
+        if isinstance(value, cst.Call) and len(value.args) == 1 and \
+                self.scopes.resolve(value.func) in ("torch.nn.ModuleDict", "torch.nn.ModuleList"):
+            value = value.args[0].value
+        if isinstance(value, cst.Dict):
+            items = [(e.key, e.value) for e in value.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(value, (cst.List, cst.Tuple)):
+            items = [(cst.Integer(str(i)), e.value) for i, e in enumerate(value.elements)
+                     if not isinstance(e, cst.StarredElement)]
+        else:
+            return
+        for key, element in items:
+            key_name = _element_name(cst.Subscript(cst.Name("_"), [cst.SubscriptElement(cst.Index(key))]))
+            rec = self._constructed(element)
+            if key_name is not None and rec is not None:
+                self.instances[name + key_name[1:]] = rec
 
     def _bind_unpacked(self, original: cst.Assign, updated: cst.Assign, names, values):
         """`net_a, net_b = Net(), Net()`: each name is bound to its own constructor, as if assigned
