@@ -760,8 +760,42 @@ class LayerAttributePass(cst.CSTTransformer):
                 self.class_names[node.targets[0].target.value] = holder
 
     def visit_For(self, node: cst.For) -> None:
-        if isinstance(node.target, cst.Name):
-            self.loop_vars[-1][node.target.value] = self._iter_kind(node.iter)
+        self._bind_loop_target(self.loop_vars[-1], node.target, node.iter)
+
+    def _bind_loop_target(self, frame: dict, target, it) -> None:
+        """The kinds of what a `for` binds: `for fc in self.layers`, and the items of
+        `enumerate(layers)` and `zip(a, b)` bound by a tuple target."""
+        if isinstance(target, cst.Name):
+            frame[target.value] = self._iter_kind(it)
+            return
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(it, cst.Call) and
+                isinstance(it.func, cst.Name) and it.func.value in ("enumerate", "zip") and it.args and
+                not any(a.star or a.keyword for a in it.args)):
+            return
+        names = [e.value for e in target.elements]
+        iters = [None, it.args[0].value] if it.func.value == "enumerate" else [a.value for a in it.args]
+        if len(names) != len(iters):
+            return
+        for name, each in zip(names, iters):
+            if isinstance(name, cst.Name):
+                frame[name.value] = self._iter_kind(each) if each is not None else None
+
+    def _enter_comprehension(self, node) -> None:
+        """`sum(e.embedding_dim for e in self.embs)`: the names its `for`s bind, known before
+        its element is visited (libcst visits the element first)."""
+        frame: dict[str, Kind | None] = {}
+        self.loop_vars.append(frame)
+        comp_for = node.for_in
+        while comp_for is not None:
+            self._bind_loop_target(frame, comp_for.target, comp_for.iter)
+            comp_for = comp_for.inner_for_in
+
+    def _leave_comprehension(self, original, updated):
+        self.loop_vars.pop()
+        return updated
+
+    visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = _enter_comprehension
+    leave_GeneratorExp = leave_ListComp = leave_SetComp = leave_DictComp = _leave_comprehension
 
     def _iter_kind(self, it) -> Kind | None:
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and \

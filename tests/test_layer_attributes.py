@@ -332,3 +332,16 @@ def test_batch_norm_statistics_of_receivers_of_unknown_class(tmp_path):
     result = convert_source(own, "t.py")
     assert "s.running_mean" in result.code
     assert [d.line for d in result.diagnostics if "num_batches_tracked" in d.message] == [11]
+
+
+@pytest.mark.framework
+def test_attributes_read_in_comprehensions_over_module_lists(tmp_path):
+    """fixtures/programs/layer_attributes_in_comprehensions.py prints what torch prints."""
+    from test_values_change_type import _outputs, _same_line
+
+    src = FIXTURES / "programs" / "layer_attributes_in_comprehensions.py"
+    result = convert_source(src.read_text(), src.name)
+    assert "sum(e.embedding_size for e in self.embs)" in result.code
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 2 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
