@@ -58,7 +58,8 @@ STEPS = {
     "train_host_generator_batches.py": 4,
     "train_scaler_accumulation.py": 8,   # four accumulated updates
     "train_optimizer_list.py": 4,
-    "train_losses_in_containers.py": 8,   # the dict of criteria, then the Trainer's ModuleList
+    "train_losses_in_containers.py": 8,
+    "train_pairs_passed_in_collate.py": 8,   # both epochs   # the dict of criteria, then the Trainer's ModuleList
     "train_lr_groups_in_loops.py": 6,
     "train_task_heads_dict.py": 4,
     "train_optimizer_picked_in_loop.py": 4,

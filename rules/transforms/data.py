@@ -17,7 +17,7 @@ import re
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, kwarg, literal_value
-from msmigrate.names import dotted, is_source, resolve, walk
+from msmigrate.names import dotted, is_source, params_of, resolve, walk
 from msmigrate.rules.generated import data as generated_data
 from msmigrate.rules.generated import vision as generated_vision
 from msmigrate.rules.transforms.common import generated
@@ -282,19 +282,21 @@ def _own_values(fn: cst.FunctionDef, kind=cst.Return) -> list:
     return values
 
 
-def _sample_values(cls: cst.ClassDef) -> list | None:
-    """What `__getitem__` returns (or, for an iterable dataset, what `__iter__` yields)."""
+def _sample_values(cls: cst.ClassDef, passed=None) -> list | None:
+    """What `__getitem__` returns (or, for an iterable dataset, what `__iter__` yields).
+    `passed(param)`: the value the instantiation passes for a constructor parameter, if known."""
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("__getitem__", "__iter__"):
             sample = cst.Return if stmt.name.value == "__getitem__" else cst.Yield
-            return [_stored_row(cls, value) for value in _own_values(stmt, sample) if value is not None]
+            return [_stored_row(cls, value, passed) for value in _own_values(stmt, sample) if value is not None]
     return None
 
 
-def _stored_row(cls: cst.ClassDef, value):
+def _stored_row(cls: cst.ClassDef, value, passed=None):
     """`self.rows[i]` of rows the class stores as tuples (`self.rows = [(x, y) for ...]`, a list
-    of tuple literals, `list(zip(a, b))`): a row of theirs, a tuple of that many values; `value`
-    itself otherwise."""
+    of tuple literals, `list(zip(a, b))`, or such a list the instantiation passes in:
+    `PairDataset(pairs)` storing `self.rows = rows`): a row of theirs, a tuple of that many
+    values; `value` itself otherwise."""
     if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute)
             and dotted(value.value.value) == "self"):
         return value
@@ -305,10 +307,16 @@ def _stored_row(cls: cst.ClassDef, value):
     if not filled:   # `self.samples = []`, then `self.samples.append((x, label))`
         return _appended_row(cls, f"self.{attr}") or value
     if len(filled) == 1 and isinstance(filled[0], cst.Name):   # a local list, appended to, then stored
-        return _appended_row(cls, filled[0].value) or value
+        given = passed(filled[0].value) if passed is not None else None
+        return _appended_row(cls, filled[0].value) or (given is not None and _row_of(given)) or value
     if len(stored) != 1:
         return value
-    made = stored[0]
+    return _row_of(stored[0]) or value
+
+
+def _row_of(made):
+    """A row of the list `made` makes, where it is visibly made of tuples of one length (a
+    comprehension of tuples, a list of tuple literals, `list(zip(a, b))`), as a tuple; else None."""
     if isinstance(made, cst.ListComp) and isinstance(made.elt, cst.Tuple):
         return made.elt
     if isinstance(made, cst.List) and made.elements and isinstance(made.elements[0].value, cst.Tuple):
@@ -317,7 +325,29 @@ def _stored_row(cls: cst.ClassDef, value):
             isinstance(made.args[0].value, cst.Call) and dotted(made.args[0].value.func) == "zip" and \
             not any(a.star for a in made.args[0].value.args):
         return cst.Tuple([cst.Element(a.value) for a in made.args[0].value.args])
-    return value
+    return None
+
+
+def _passed_values(site, cls: cst.ClassDef, call: cst.Call):
+    """param -> the value `call` (an instantiation of `cls`) passes for that constructor
+    parameter, a name followed to its one module-level assignment; a function of the param."""
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None or any(a.star for a in call.args):
+        return None
+    params = params_of(init.params)[1:]
+
+    def passed(param: str):
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == param), None)
+        if arg is None and param in params:
+            positional = [a for a in call.args if a.keyword is None]
+            index = params.index(param)
+            arg = positional[index] if index < len(positional) else None
+        if arg is None:
+            return None
+        name = dotted(arg.value)
+        return _find_assigned(site.rw.module, name) if name is not None else arg.value
+
+    return passed
 
 
 def _appended_row(cls: cst.ClassDef, name: str):
@@ -330,10 +360,10 @@ def _appended_row(cls: cst.ClassDef, name: str):
     return None
 
 
-def _getitem_columns(cls: cst.ClassDef) -> int | str | None:
+def _getitem_columns(cls: cst.ClassDef, passed=None) -> int | str | None:
     """The number of values a sample has; every one must agree. 'dict' / the keys for dicts.
     GeneratorDataset reads a list like a tuple (one column an element)."""
-    returns = _sample_values(cls)
+    returns = _sample_values(cls, passed)
     if not returns:
         return None
     sizes = set()
@@ -370,7 +400,7 @@ def _bare_samples(site, src, seen: frozenset = frozenset()) -> bool:
     if dotted(value.func) not in site.rw.local_classes:
         return False
     cls = _find_class(site.rw.module, dotted(value.func)) or site.rw.project_class(dotted(value.func))
-    returns = _sample_values(cls) if cls is not None else None
+    returns = _sample_values(cls, _passed_values(site, cls, value)) if cls is not None else None
     return bool(returns) and not any(isinstance(v, (cst.Tuple, cst.List, cst.Dict, cst.ListComp, cst.DictComp))
                                      for v in returns)
 
@@ -418,7 +448,7 @@ def _source_kind(site, src: cst.BaseExpression, depth: int = 0):
     if cls_name in site.rw.local_classes:
         cls = _find_class(site.rw.module, cls_name) or site.rw.project_class(cls_name)
         if cls is not None:
-            return "map", _getitem_columns(cls)
+            return "map", _getitem_columns(cls, _passed_values(site, cls, value))
     fn = _find_function(site.rw.module, cls_name) if isinstance(value.func, cst.Name) else None
     if fn is not None and not depth:
         # `DataLoader(get_dataset())`: what every return of the file's function makes
