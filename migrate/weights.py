@@ -257,7 +257,14 @@ def _instantiate(spec: str):
     if not sep or not path:
         raise WeightMappingError(f"{spec!r}: expected FILE.py:NAME")
     obj = load_definitions(path, name)
-    return obj() if callable(obj) else obj
+    if not callable(obj):
+        return obj
+    try:
+        return obj()
+    except TypeError as exc:   # `Net(n_in, n_out)`: the tool cannot guess the arguments
+        raise WeightMappingError(f"{spec}: calling {name}() with no arguments failed ({exc}); name a "
+                                 f"function of FILE.py that returns the model built with its arguments "
+                                 f"(def make_model(): return {name}(...)) and pass FILE.py:make_model") from exc
 
 
 def _torch_state(source: Path, key: str | None) -> dict:

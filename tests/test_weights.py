@@ -145,6 +145,13 @@ def test_cli_round_trip_and_loud_failures(tmp_path):
     assert proc.returncode == 2 and "--key" in proc.stderr
     proc = _weights("m.pt", "-o", "x.ckpt", "--key", "model", cwd=tmp_path)
     assert proc.returncode == 2 and "--torch-model" in proc.stderr
+    # a model class whose constructor takes arguments: the way to give them, not a traceback
+    (tmp_path / "net.py").write_text("import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+                                     "    def __init__(self, d_in, d_out):\n        super().__init__()\n"
+                                     "        self.fc = nn.Linear(d_in, d_out)\n")
+    proc = _weights("m.pt", "-o", "x.ckpt", "--key", "model", "--torch-model", "net.py:Net", cwd=tmp_path)
+    assert proc.returncode == 2 and "net.py:Net: calling Net() with no arguments failed" in proc.stderr \
+        and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "x.ckpt").exists()
 
 
