@@ -59,7 +59,8 @@ STEPS = {
     "train_scaler_accumulation.py": 8,   # four accumulated updates
     "train_optimizer_list.py": 4,
     "train_losses_in_containers.py": 8,
-    "train_pairs_passed_in_collate.py": 8,   # both epochs   # the dict of criteria, then the Trainer's ModuleList
+    "train_pairs_passed_in_collate.py": 8,   # both epochs
+    "train_mixup_numpy_draws.py": 5,   # the dict of criteria, then the Trainer's ModuleList
     "train_lr_groups_in_loops.py": 6,
     "train_task_heads_dict.py": 4,
     "train_optimizer_picked_in_loop.py": 4,

@@ -1179,6 +1179,7 @@ def run_mindspore(rec: Record, script: str) -> None:
                 p.set_data(ms.Tensor(saved[n]).astype(p.dtype))
 
     draw_replay = _DrawReplay(rec, torch_meta, torch_arrays, ms, nn)
+    _keep_numpy_state_in_initializers()
     # a draw made during training (after torch's first backward pass) may sit inside the compiled
     # step (a get_batch called by the forward function): the step then runs uncompiled, so that
     # its draws are replayed as well
@@ -1316,6 +1317,27 @@ def _compile_only(compiled, args, kwargs) -> str | None:
 _MS_RANDOM = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like",
               "bernoulli", "multinomial", "random_poisson", "uniform", "standard_normal", "gamma", "poisson",
               "random_gamma", "shuffle", "random_categorical", "laplace", "standard_laplace")
+
+
+def _keep_numpy_state_in_initializers() -> None:
+    """MindSpore's initializers seed each parameter's draw from NumPy's global random state
+    (np.random.randint), torch's layers do not touch it: a program's own NumPy draws after its
+    networks are built (mixup's `np.random.beta`) would differ from torch's run from the first
+    one. The parity run replaces the initial weights with torch's anyway, so each initializer
+    call leaves NumPy's state as it found it. (The converted program run alone still draws
+    other values: the converter marks `np.random.seed` so, MSC101.)"""
+    from mindspore.common.initializer import Initializer
+
+    orig = Initializer.__call__
+
+    def call(self, arr):
+        state = np.random.get_state()
+        try:
+            return orig(self, arr)
+        finally:
+            np.random.set_state(state)
+
+    Initializer.__call__ = call
 
 
 class _DrawReplay:
