@@ -8,8 +8,10 @@ function body (and the module's) in order, a name holds a foreign value after `n
 where expr is one (a call of the library or of a method of a foreign value, an attribute or item
 of one, an operation on foreign values and literals), until it is bound otherwise; a name
 bound inside a loop, a try or a nested scope is unknown there and after. A parameter holds one
-when every call of its function in the file passes one (iterated to a fixpoint); a function
-used other than by calls by its name gets no such fact. Read on the module the table pass
+when every call of its function in the file passes one, and a call of the file's function
+holds one when every return of it gives one (`X, y = make_table(n)` of a function returning
+NumPy arrays: element by element for returned tuples), iterated to a fixpoint; a function used
+other than by calls by its name gets no such fact. Read on the module the table pass
 visits: the result is the set of ids of the receiver expressions (`X` in `X.attr`), and of the
 elements of such values (`p[0]`) that index another value (a NumPy integer, which MindSpore's
 tensor indexing rejects: the engine makes it `int(p[0])`)."""
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Mapping
 
 import libcst as cst
 
-from msmigrate.names import TargetBindings, bound_names
+from msmigrate.names import TargetBindings, bound_names, walk as _walk
 
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 # a tensor's methods handing its values to the host: what they return has its own methods
@@ -28,6 +30,7 @@ _LITERALS = (cst.Integer, cst.Float, cst.Imaginary)
 _HOST_VALUES = frozenset({"numpy", "tolist", "item"})
 _HOST_CALL = re.compile(r"\.\s*(?:numpy|tolist|item)\s*\(\s*\)")
 _MAX_ROUNDS = 4
+RETURNS = "<return>"   # the key of a function's return fact beside its parameters' (_Analysis.return_facts)
 
 
 def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries: Iterable[str],
@@ -44,7 +47,7 @@ def foreign_receivers(module: cst.Module, imports: Mapping[str, str], libraries:
     facts: dict[tuple[str, str], bool] = {}
     for _ in range(_MAX_ROUNDS):
         analysis.run(facts)
-        new = analysis.parameter_facts()
+        new = {**analysis.parameter_facts(), **analysis.return_facts()}
         if new == facts:
             break
         facts = new
@@ -105,6 +108,8 @@ class _Analysis:
         self._callees: set[int] = set()
         self._collect_defs(module)
         self.calls: dict[str, list[tuple[list[bool], dict[str, bool]] | None]] = {}
+        self.returns: dict[str, list] = {}   # function -> what each return gives (_return_shape)
+        self._functions: list[str] = []      # the functions being walked, innermost last
 
     def _collect_defs(self, module) -> None:
         outer = self
@@ -150,12 +155,38 @@ class _Analysis:
                     facts[(name, p)] = True
         return facts
 
+    def return_facts(self) -> dict[tuple[str, str], object]:
+        """(function, RETURNS) -> True when every return of the file's function gives a foreign
+        value, or a tuple of bools, element by element, when every return gives a tuple of that
+        length (`return X, y` of NumPy arrays: `X, y = make_table(n)` binds two). Only functions
+        defined once, not methods nor generators, and bound to nothing else."""
+        facts: dict[tuple[str, str], object] = {}
+        for name, shapes in self.returns.items():
+            defs = self.defs.get(name, [])
+            if len(defs) != 1 or defs[0] is None or self.refs.get(name, 0) > 1 or not shapes or \
+                    any(isinstance(n, cst.Yield) for n in _walk(defs[0].body)):
+                continue
+            if all(shape is True for shape in shapes):
+                facts[(name, RETURNS)] = True
+            elif all(isinstance(shape, tuple) and len(shape) == len(shapes[0]) for shape in shapes):
+                elements = tuple(all(shape[i] for shape in shapes) for i in range(len(shapes[0])))
+                if any(elements):
+                    facts[(name, RETURNS)] = elements
+        return facts
+
+    def _return_shape(self, value, env):
+        """What a `return value` gives: True / False, or a tuple of them for a tuple literal."""
+        if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return tuple(self._foreign(e.value, env) for e in value.elements)
+        return value is not None and self._foreign(value, env)
+
     # ---- one pass over the module with the current parameter facts ------------------------
     def run(self, facts) -> None:
         self.facts = facts
         self.receivers = set()
         self.scalar_indices = set()
         self.calls = {}
+        self.returns = {}
         self._block(self.module.body, {})
 
     def _block(self, stmts, env: dict[str, bool]) -> None:
@@ -235,7 +266,11 @@ class _Analysis:
         for extra in (p.star_arg, p.star_kwarg):
             if isinstance(extra, cst.Param):
                 env[extra.name.value] = False
-        self._suite(fn.body, env)
+        self._functions.append(fn.name.value)
+        try:
+            self._suite(fn.body, env)
+        finally:
+            self._functions.pop()
 
     def _small(self, small, env) -> None:
         for child in small.children:
@@ -245,12 +280,21 @@ class _Analysis:
                 self._scan(child.target, env)
         if isinstance(small, cst.Assign):
             value = self._foreign(small.value, env)
+            elements = self._returned(small.value)
             for t in small.targets:
                 if isinstance(t.target, cst.Name):
                     env[t.target.value] = value
+                elif isinstance(elements, tuple) and isinstance(t.target, (cst.Tuple, cst.List)) and \
+                        len(t.target.elements) == len(elements) and \
+                        all(isinstance(e.value, cst.Name) for e in t.target.elements):
+                    for e, foreign in zip(t.target.elements, elements):   # `X, y = make_table(n)`
+                        env[e.value.value] = foreign
                 else:
                     for n in bound_names(t.target):
                         env[n] = False
+        elif isinstance(small, cst.Return):
+            if self._functions:
+                self.returns.setdefault(self._functions[-1], []).append(self._return_shape(small.value, env))
         elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
             env[small.target.value] = small.value is not None and self._foreign(small.value, env)
         elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
@@ -318,6 +362,8 @@ class _Analysis:
         if isinstance(expr, cst.Call):
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _HOST_VALUES and not expr.args:
                 return True   # `t.detach().numpy()`, `t.tolist()`: a NumPy array, a Python list or number
+            if self._returned(expr) is True:   # the file's function returning one
+                return True
             return self._foreign(expr.func, env)
         if isinstance(expr, cst.Subscript):
             return self._foreign(expr.value, env)
@@ -330,6 +376,12 @@ class _Analysis:
         if isinstance(expr, cst.IfExp):
             return self._foreign(expr.body, env) and self._foreign(expr.orelse, env)
         return False
+
+    def _returned(self, expr):
+        """The return fact of the file's function `expr` calls (True, a tuple of bools), else None."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            return self.facts.get((expr.func.value, RETURNS))
+        return None
 
     def _operand(self, expr, env) -> bool:
         return isinstance(expr, _LITERALS) or self._foreign(expr, env)

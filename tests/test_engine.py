@@ -227,6 +227,27 @@ def test_image_library_values_keep_their_own_methods():
     assert not result.diagnostics, result.diagnostics
 
 
+def test_arrays_a_file_function_returns_keep_their_own_methods(tmp_path):
+    """`X, y = make_table(n)` of a function returning NumPy arrays: `X.std(0)` is NumPy's
+    (ddof 0), not torch's Tensor.std (it became ops.std(X, ..., ddof=1): TypeError on an
+    ndarray); a function returning a tensor in one of its returns gives no such fact."""
+    from test_values_change_type import _outputs
+
+    source = ("import numpy as np\nimport torch\n\n\ndef make_table(n):\n"
+              "    X = np.linspace(-1.0, 2.0, n * 3).reshape(n, 3).astype(np.float32)\n"
+              "    return X, (X[:, 0] > 0).astype(np.int64)\n\n\n"
+              "def either(n, t):\n    if t:\n        return torch.ones(n)\n    return np.ones(n)\n\n\n"
+              "X, y = make_table(4)\nZ = either(3, True)\n"
+              "print('std', X.std(0).round(4).tolist(), 'max', X.max(0).tolist(), 'rep', X.repeat(2).shape)\n"
+              "print('sum', round(float(torch.tensor(X).sum()), 4), 'z', Z.sum().item())\n")
+    src = tmp_path / "table.py"
+    src.write_text(source)
+    code = convert_source(source, "table.py").code
+    assert "X.std(0)" in code and "X.repeat(2)" in code and "Z.sum()" in code, code
+    want, got = _outputs(src, code, tmp_path)
+    assert want == got, (want, got)
+
+
 def test_an_in_place_method_binds_its_keywords_as_the_method_does():
     """`t.scatter_reduce_(..., reduce='sum')`: the in-place record takes the out-of-place method's
     signature (a call that did not bind was left as written, and raised in MindSpore)."""
