@@ -37,10 +37,12 @@ class LayerResetsPass(PathTransformer):
     def __init__(self, ctx) -> None:
         super().__init__()
         self.ctx = ctx
-        self.follow(ctx.module, lambda node, ancestors: _helper(node) is not None)
+        # (not inside generated helpers: converting converted code changes nothing)
+        self.targets = self.follow(ctx.module, lambda node, ancestors: _helper(node) is not None and not any(
+            isinstance(a, (cst.FunctionDef, cst.ClassDef)) and a.name.value.startswith("msmigrate_") for a in ancestors))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        helper = _helper(original)
+        helper = _helper(original) if id(original) in self.targets else None
         if helper is None:
             return updated
         func = generated_text(self.ctx.plan, "cells", *HELPERS[helper])

@@ -37,3 +37,12 @@ def test_own_methods_and_super_calls():
     assert "        self.reset_parameters()" in out and "super().reset_parameters()" in out   # left as written
     assert "msmigrate_resets_parameters(Block()" in out and "hasattr(Block()" in out
     assert "def reset_parameters(self):" in out
+
+
+def test_converting_the_conversion_changes_nothing():
+    """The generated helpers call the methods they stand for (`cell.reset_running_stats()` when
+    the object has one): converting the converted file must not rewrite them (torch's own
+    swa_utils.py, in the corpus idempotence check, grew a helper each time)."""
+    src = (FIXTURES / "programs" / "layer_resets.py").read_text()
+    once = convert_source(src, "layer_resets.py").code
+    assert convert_source(once, "layer_resets.py").code == once
