@@ -411,6 +411,11 @@ class _PythonObjects(cst.CSTVisitor):
             self.names.update(dotted(t.target) for t in node.targets if dotted(t.target))
 
 
+SKIP_AFTER_UPDATE = ("this test of the step's results leaves the loop body before torch's backward pass and "
+                     "update (a batch whose loss is not finite, skipped); the converted step has applied the "
+                     "update when it runs: a skipped batch still trains (a NaN poisons the weights). Test "
+                     "the batch before the step, or apply the update in the step only when the loss is "
+                     "finite (ops.isfinite)")
 LATE_FORWARD = ("this call of a trained network runs after the compiled step here, with the parameters it "
                 "just updated (torch ran it before optimizer.step(), with the old ones; BatchNorm statistics "
                 "change in another order too): move it after optimizer.step() in the torch code, or into the loss")
@@ -1384,6 +1389,13 @@ class TrainingLoopPass(PathTransformer):
                 [s for s in rest_pre[first_slice_at:] if all(s is not t for t in toggles)]
             first_slice_at += len(toggles)
         rest_pre = [self._flag(s, "review", LATE_FORWARD) if id(s) in late else s for s in rest_pre]
+        # after the step's statements, a test of what they compute that leaves the loop body
+        # (`if not torch.isfinite(loss): continue`): torch skipped the update, the converted
+        # step has applied it when the test runs
+        computed = writes_of([pre[i] for i in chosen]) | {loss_name}
+        guards = {id(pre[j]) for j in range(chosen[-1] + 1, len(pre)) if chosen and j not in drawn_before
+                  and _jumps([pre[j]]) and reads(pre[j]) & computed} if chosen else set()
+        rest_pre = [self._flag(s, "review", SKIP_AFTER_UPDATE) if id(s) in guards else s for s in rest_pre]
         own_stmts = slice_stmts
         recomputed = []
         if earlier is not None and free & writes_of([s for _, s in earlier["stmts"]]):
@@ -1422,6 +1434,10 @@ class TrainingLoopPass(PathTransformer):
             python_object = self._host_function_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
         if python_object is None:
             python_object = self._random_callee_twice(slice_stmts + ([loss_stmt] if loss_stmt else []))
+        if python_object is None:
+            python_object = self._varying_reader_in(slice_stmts + ([loss_stmt] if loss_stmt else []), trained)
+        if python_object is None:
+            python_object = self._forward_state_read_in(slice_stmts + ([loss_stmt] if loss_stmt else []))
         cut = self._cut_input(step, inputs, [pre[i] for i in chosen] + recomputed)
         if cut is not None:
             name, where = cut
@@ -1482,6 +1498,15 @@ class TrainingLoopPass(PathTransformer):
             body[b] = self._flag(backward_stmt, "manual", "the accumulation condition depends on this "
                                  "step's results: convert this step by hand")
             return body
+        if step["kind"] == "accumulate" and any(self._is_zero_grad(s) for s in body[:b]):
+            # `opt.zero_grad()` before the backward pass of every batch, `if cond: opt.step()`:
+            # torch applies one batch's gradients, the accumulation below all since the last update
+            flagged = self._flag(backward_stmt, "review", "zero_grad() before this backward pass clears "
+                                 "the gradients of every batch, and the update under the condition applies "
+                                 "only this batch's; the converted step accumulates the gradients of every "
+                                 "batch since the last update and applies their sum: move zero_grad() after "
+                                 "the update (gradient accumulation), or convert this step by hand")
+            step["markers"] = list(flagged.leading_lines[len(backward_stmt.leading_lines):])   # on the step's call
         manual = step["kind"] == "manual"
         step["update_inputs"] = self._update_inputs(([step["loop"]] if manual else []) + list(step.get("clips", ())),
                                                     inputs, {step["param"]} if manual else set())
@@ -1503,6 +1528,8 @@ class TrainingLoopPass(PathTransformer):
         defs = self._mixed_precision() + list(renames) + defs
         call_stmts[0] = call_stmts[0].with_changes(leading_lines=(own_stmts[0].leading_lines if own_stmts
                                                                   else backward_stmt.leading_lines))
+        if step.get("markers"):
+            call_stmts[0] = call_stmts[0].with_changes(leading_lines=[*call_stmts[0].leading_lines, *step["markers"]])
         again = [s for s in recomputed if self._names_network(s, self._leaves(list(self.optimizers)))]
         if again and "BatchNorm" in self.module.code:
             line, col = self._pos(backward_stmt)
@@ -2999,6 +3026,17 @@ class TrainingLoopPass(PathTransformer):
                 "or not compile)")
         message = (f"{step} left uncompiled (PyNative, no @ms.jit): the loss is computed through "
                    f"'{python_object}', {what}: it trains like torch but slower")
+        if python_object.startswith("reads:"):
+            _, function, name = python_object.split(":")
+            message = (f"{step} left uncompiled (PyNative, no @ms.jit): it calls '{function}', which reads "
+                       f"'{name}', a value the program changes between steps; a compiled step would keep the "
+                       f"value it saw when compiled: it trains like torch but slower (pass '{name}' to "
+                       f"'{function}' as an argument to compile it)")
+        if python_object.startswith("state:"):
+            message = (f"{step} left uncompiled (PyNative, no @ms.jit): it reads '{python_object[6:]}', which "
+                       f"the network's forward sets on itself; a compiled step sets no attribute while it runs "
+                       f"and would read the value it had when compiled: it trains like torch but slower "
+                       f"(return the value from forward to compile it)")
         if python_object.startswith("twice:"):
             message = (f"{step} left uncompiled (PyNative, no @ms.jit): '{python_object[6:]}' is called "
                        f"more than once in it, and with a global seed MindSpore 2.10's static graph draws "
@@ -3062,18 +3100,75 @@ class TrainingLoopPass(PathTransformer):
             found += [methods["forward"], *(methods[c] for c in sorted(called) if c in methods)]
         return found
 
+    def _forward_state_read_in(self, stmts: list) -> str | None:
+        """`state:model.kl` when the step reads an attribute of a network that the network's
+        forward sets on itself (`self.kl = ...`, a VAE's or a Bayesian layer's loss term): a
+        compiled step sets no Python attribute while it runs and would read the value the
+        attribute had when it was compiled (the term silently left the loss)."""
+        networks = self._network_names()
+        stored = {t.target.attr.value for fn in self._forward_methods() for n in walk(fn)
+                  if isinstance(n, cst.Assign) for t in n.targets
+                  if isinstance(t.target, cst.Attribute) and dotted(t.target.value) == "self"}
+        if not stored or not networks:
+            return None
+        for stmt in stmts:
+            for n in walk(stmt):
+                if isinstance(n, cst.Attribute) and n.attr.value in stored and dotted(n.value) in networks:
+                    return f"state:{dotted(n)}"
+        return None
+
+    def _callable_bodies(self, name: str) -> list:
+        """The lambdas and defs the file binds to `name` (through a function returning one)."""
+        out = []
+        for value in self._callable_bindings().get(name, ()):
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                value = self._functions().get(value.func.value)   # what it returns is in its body
+            if isinstance(value, (cst.Lambda, cst.FunctionDef)):
+                out.append(value)
+        return out
+
+    def _varying_reader_in(self, stmts: list, trained: set[str]) -> str | None:
+        """`reads:loss_fn:weight` when the step calls a function of the file (or a def the
+        enclosing function binds, or one they call) that reads as a value a name the program
+        changes between steps: a global set each step, an enclosing function's local the loop
+        rebinds, a batch the loop binds and the function reads as a global. A compiled step keeps
+        the value it saw when compiled (read in the step itself, such a name comes in as an
+        argument; read in the function, it cannot). Tensors the step trains (`trained`, updated
+        in place) are no such value."""
+        varying = self._varying(stmts, set()) - trained - set(self._trainable_tensors())
+        if not varying:
+            return None
+
+        def reader(fn, seen: set) -> str | None:
+            body = fn.body
+            own = set(params_of(fn.params)) | writes(body)
+            free = reads(body) - own - _objects_in([body])
+            found = sorted(free & varying)
+            if found:
+                return found[0]
+            for n in walk(body):
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value not in seen:
+                    seen.add(n.func.value)
+                    for inner in self._callable_bodies(n.func.value):
+                        name = reader(inner, seen)
+                        if name is not None:
+                            return name
+            return None
+
+        for stmt in stmts:
+            for n in walk(stmt):
+                if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):
+                    for fn in self._callable_bodies(n.func.value):
+                        name = reader(fn, {n.func.value})
+                        if name is not None:
+                            return f"reads:{n.func.value}:{name}"
+        return None
+
     def _host_function_in(self, stmts: list) -> str | None:
         """`preprocess()` when the step calls a function of the file, or a lambda or def the file
         binds, that runs host code: draws with NumPy or `random`, or reads values out of a tensor
         (.tolist(), .numpy()); so do the functions of the file it calls."""
-        def bodies(name: str) -> list:
-            out = []
-            for value in self._callable_bindings().get(name, ()):
-                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                    value = self._functions().get(value.func.value)   # what it returns is in its body
-                if isinstance(value, (cst.Lambda, cst.FunctionDef)):
-                    out.append(value)
-            return out
+        bodies = self._callable_bodies
 
         def host(node, seen: set) -> bool:
             for n in walk(node):

@@ -60,7 +60,9 @@ STEPS = {
     "train_optimizer_list.py": 4,
     "train_losses_in_containers.py": 8,
     "train_pairs_passed_in_collate.py": 8,   # both epochs
-    "train_mixup_numpy_draws.py": 5,   # the dict of criteria, then the Trainer's ModuleList
+    "train_mixup_numpy_draws.py": 5,
+    "train_loss_reads_annealed_global.py": 10,   # both loops, the weights changing every step
+    "train_forward_sets_loss_term.py": 6,   # the dict of criteria, then the Trainer's ModuleList
     "train_lr_groups_in_loops.py": 6,
     "train_task_heads_dict.py": 4,
     "train_optimizer_picked_in_loop.py": 4,
