@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from msmigrate.dataflow import effects
 from msmigrate.mapping import load_table
 from msmigrate.names import TRIVIA_TYPES, ScopeStack, dotted, is_source, is_statement_type, params_of, resolve, walk
 
@@ -84,9 +85,10 @@ def _hint() -> re.Pattern:
 
 @functools.lru_cache(maxsize=None)
 def _attribute_pattern() -> str:
-    """`.weight` (an attribute access) or `'bias'` / `'ln.weight'` (a parameter name in quotes)."""
+    """`.weight` (an attribute access) or `'bias'` / `'ln.weight'` (a parameter name in quotes);
+    `.grad` (_check_grad)."""
     attrs = "|".join(sorted(_watched_words() | _fixed_words()))
-    return rf"\.\s*(?:{attrs})\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
+    return rf"\.\s*(?:{attrs}|grad)\b|['\"](?:[\w.]*\.)?(?:{attrs})['\"]"
 
 
 @dataclass(frozen=True)
@@ -471,8 +473,10 @@ class LayerAttributePass(cst.CSTTransformer):
         self.self_names: list[str | None] = []
         self.narrowed: list[dict[str, tuple]] = []     # name -> tuple of possible kinds
         self.loop_vars: list[dict[str, Kind | None]] = [{}]
+        self.parameter_vars: list[set[str]] = [set()]   # loop names bound to a network's parameters
         self.class_names: dict[str, str] = {}          # var holding X.__class__.__name__ -> X
         self.notes: list[list[tuple[str, str]]] = []   # per statement: (status, message)
+        self.statements: list[cst.CSTNode] = []         # the statements being visited, innermost last
         # statements that can hold a renamed attribute, a class-name test or a ModuleDict
         # (and the names of ModuleDicts that become plain Modules: their subscripts change)
         flattened = {name for scope in [*(c.attrs for c in analysis.classes.values()),
@@ -522,6 +526,7 @@ class LayerAttributePass(cst.CSTTransformer):
         self.scope_nodes.append(node)
         self.scopes.push_function(node, self.ctx.known_scope(node))
         self.loop_vars.append({})
+        self.parameter_vars.append(set())
         self.narrowed.append({})
 
     def leave_FunctionDef(self, original, updated):
@@ -529,6 +534,7 @@ class LayerAttributePass(cst.CSTTransformer):
         self.scope_nodes.pop()
         self.scopes.pop()
         self.loop_vars.pop()
+        self.parameter_vars.pop()
         self.narrowed.pop()
         return updated
 
@@ -541,6 +547,7 @@ class LayerAttributePass(cst.CSTTransformer):
             return False
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.notes.append([])
+            self.statements.append(node)
         self.change_marks.append(self.changes)
         return super().on_visit(node)
 
@@ -555,6 +562,7 @@ class LayerAttributePass(cst.CSTTransformer):
         elif self.changes == mark:
             result = original   # unchanged subtrees keep their identity (and their positions)
         if isinstance(original, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.statements.pop()
             notes = self.notes.pop()
             if notes and isinstance(result, cst.CSTNode):
                 self.changes += 1
@@ -761,6 +769,18 @@ class LayerAttributePass(cst.CSTTransformer):
 
     def visit_For(self, node: cst.For) -> None:
         self._bind_loop_target(self.loop_vars[-1], node.target, node.iter)
+        self._bind_parameters(self.parameter_vars[-1], node.target, node.iter)
+
+    @staticmethod
+    def _bind_parameters(names: set, target, it) -> None:
+        """`p` of `for p in model.parameters()` / `for n, p in model.named_parameters()`."""
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
+            return
+        if it.func.attr.value == "parameters" and isinstance(target, cst.Name):
+            names.add(target.value)
+        elif it.func.attr.value == "named_parameters" and isinstance(target, cst.Tuple) and \
+                len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+            names.add(target.elements[1].value.value)
 
     def _bind_loop_target(self, frame: dict, target, it) -> None:
         """The kinds of what a `for` binds: `for fc in self.layers`, and the items of
@@ -785,13 +805,16 @@ class LayerAttributePass(cst.CSTTransformer):
         its element is visited (libcst visits the element first)."""
         frame: dict[str, Kind | None] = {}
         self.loop_vars.append(frame)
+        self.parameter_vars.append(set())
         comp_for = node.for_in
         while comp_for is not None:
             self._bind_loop_target(frame, comp_for.target, comp_for.iter)
+            self._bind_parameters(self.parameter_vars[-1], comp_for.target, comp_for.iter)
             comp_for = comp_for.inner_for_in
 
     def _leave_comprehension(self, original, updated):
         self.loop_vars.pop()
+        self.parameter_vars.pop()
         return updated
 
     visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = _enter_comprehension
@@ -1011,7 +1034,14 @@ class LayerAttributePass(cst.CSTTransformer):
         self.store_targets.add(id(node.target))
 
     def _check_grad(self, param) -> None:
-        """`fc.weight.grad`: a layer's parameter has no .grad in MindSpore."""
+        """`fc.weight.grad`, and `p.grad` of `for p in model.parameters()` (a gradient norm
+        logged by hand): a layer's parameter has no .grad in MindSpore."""
+        if isinstance(param, cst.Name) and any(param.value in names for names in self.parameter_vars) and \
+                self._reads_only(param.value):
+            self._note("manual", f"{param.value}.grad ({param.value} a network parameter): MindSpore's Parameters "
+                                 f"carry no .grad; the gradients are what the train step's value_and_grad "
+                                 f"returns (a norm of them: compute it in the step from those grads)")
+            return
         if not isinstance(param, cst.Attribute):
             return
         layer = self.kind(param.value)
@@ -1020,6 +1050,15 @@ class LayerAttributePass(cst.CSTTransformer):
         if param.attr.value in ("weight", "bias", *self.renames.get(layer.name, {})):
             self._note("manual", f"{self._code_of(param)}.grad: MindSpore's Parameters carry no .grad; "
                                  f"the gradients are what the train step's value_and_grad returns")
+
+    def _reads_only(self, name: str) -> bool:
+        """The simple statement being visited changes no `name` (`p.data.add_(p.grad, alpha=-lr)`,
+        `p -= lr * p.grad`: a manual update, which the training-loop pass converts); not a
+        compound statement's header (`if p.grad is not None:` guarding one)."""
+        stmt = self.statements[-1] if self.statements else None
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        return not any(c == name or c.startswith(name + ".") for c in effects(stmt).changed)
 
     def _unknown_owners(self, receiver, owner, attr: str) -> list[str]:
         """The torch layer classes a receiver of unknown class may be, for `attr`: those the

@@ -345,3 +345,20 @@ def test_attributes_read_in_comprehensions_over_module_lists(tmp_path):
     want, got = _outputs(src, result.code, tmp_path)
     assert len(want) == 2 and len(got) == len(want), (want, got)
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
+def test_grad_of_a_parameter_loop_variable_is_marked_unless_it_updates_it():
+    """`sum(p.grad.norm() ** 2 for p in model.parameters())` (a gradient norm logged by hand)
+    raised AttributeError unmarked; a manual update reading p.grad (`p.data.add_(p.grad,
+    alpha=-lr)`, converted by the training-loop pass) and a guard `if p.grad is not None:` are not
+    marked for it."""
+    head = ("import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "loss = model(torch.ones(1, 2)).sum()\nloss.backward()\n")
+    logged = convert_source(head + "norm = sum(p.grad.norm() ** 2 for p in model.parameters())\n"
+                                   "for n, q in model.named_parameters():\n    print(n, q.grad.abs().max())\n",
+                            "m.py")
+    marked = [d.line for d in logged.diagnostics if d.code == "MSC102" and "a network parameter" in d.message]
+    assert marked == [6, 8], [d.to_text() for d in logged.diagnostics]
+    updated = convert_source(head + "with torch.no_grad():\n    for p in model.parameters():\n"
+                                    "        if p.grad is not None:\n            p -= 0.1 * p.grad\n", "u.py")
+    assert not any("a network parameter" in d.message for d in updated.diagnostics), updated.diagnostics
