@@ -411,10 +411,14 @@ def _element_name(expr) -> str | None:
     -> "criteria['cls']" / "losses[0]", the name its element is known by (_bind_elements)."""
     if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
         return None
-    base, key = dotted(expr.value), expr.slice[0].slice.value
-    if base is None or not isinstance(key, (cst.SimpleString, cst.Integer)):
-        return None
-    return f"{base}[{key.evaluated_value!r}]"
+    base, key = dotted(expr.value), _element_key(expr.slice[0].slice.value)
+    return f"{base}{key}" if base is not None and key is not None else None
+
+
+def _element_key(key) -> str | None:
+    """`"cls"` -> "['cls']", `0` -> "[0]": a string or integer literal as the subscript part of
+    an element's name; None for any other key."""
+    return f"[{key.evaluated_value!r}]" if isinstance(key, (cst.SimpleString, cst.Integer)) else None
 
 
 _BARE = cst.Module([])
@@ -1731,10 +1735,10 @@ class Rewriter(cst.CSTTransformer):
         else:
             return
         for key, element in items:
-            key_name = _element_name(cst.Subscript(cst.Name("_"), [cst.SubscriptElement(cst.Index(key))]))
+            key_name = _element_key(key)
             rec = self._constructed(element)
             if key_name is not None and rec is not None:
-                self.instances[name + key_name[1:]] = rec
+                self.instances[name + key_name] = rec
 
     def _bind_unpacked(self, original: cst.Assign, updated: cst.Assign, names, values):
         """`net_a, net_b = Net(), Net()`: each name is bound to its own constructor, as if assigned
