@@ -22,12 +22,12 @@ OPTIMIZER_PREFIX = "torch.optim."
 class PythonValuesPass(FocusedTransformer):
     @staticmethod
     def applies(source: str) -> bool:
-        return "get_last_lr" in source or "param_groups" in source
+        return any(name in source for name in ("get_last_lr", "param_groups", *_SCHEDULER_VALUES))
 
     def __init__(self, ctx) -> None:
         # only statements naming these are visited (and so rebuilt): the rest keep their
         # identity, and with it their original position for later diagnostics
-        naming = ctx.statements_naming({"get_last_lr", "param_groups"})
+        naming = ctx.statements_naming({"get_last_lr", "param_groups", *_SCHEDULER_VALUES})
         super().__init__(lambda stmt: naming(stmt) or _names_lr(stmt))
         self.scopes = ScopeStack(dict(ctx.names.imports))
         self.schedulers: set[str] = set()
@@ -127,6 +127,14 @@ class PythonValuesPass(FocusedTransformer):
             return cst.parse_expression(f"[float(lr) for lr in {dotted(func.value)}.get_last_lr()]")
         return updated
 
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        # S.last_epoch / S.base_lrs read (not written)
+        read_as = _SCHEDULER_VALUES.get(updated.attr.value)
+        if read_as is None or id(original) in self.targets or dotted(updated.value) not in self.schedulers:
+            return updated
+        self.changes += 1
+        return cst.parse_expression(read_as.format(dotted(updated)))
+
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         # O.param_groups[i]['lr'] read (not written)
         if id(original) in self.targets or len(updated.slice) != 1:
@@ -143,6 +151,9 @@ class PythonValuesPass(FocusedTransformer):
             return cst.Call(cst.Name("float"), [cst.Arg(updated)])
         return updated
 
+
+# a scheduler's attributes that are Python values in torch: how to read MindSpore's as those
+_SCHEDULER_VALUES = {"last_epoch": "int({})", "base_lrs": "[float(lr) for lr in {}]"}
 
 _BINARY = {cst.MultiplyAssign: cst.Multiply, cst.DivideAssign: cst.Divide, cst.AddAssign: cst.Add,
            cst.SubtractAssign: cst.Subtract}

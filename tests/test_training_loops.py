@@ -210,7 +210,7 @@ def test_learning_rates_logged_with_python_formatting_print_like_torch(tmp_path)
         proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("lr")])
-    assert len(outs[0]) == 4 and outs[0] == outs[1]
+    assert len(outs[0]) == 6 and outs[0] == outs[1]
 
 
 def _printed_losses(path, cwd=None) -> list[float]:
