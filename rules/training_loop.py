@@ -637,6 +637,9 @@ class TrainingLoopPass(PathTransformer):
         self._callables = None                 # _CallableBindings of the module, built when first needed
         self._module_plain_classes = None   # see _plain_classes
         self.pending: dict[int, list] = {}             # id(original loop) -> definitions
+        # accumulating steps: (optimizer, its accumulated-gradient Parameters, the original loops
+        # around the step), for the zero_grad() calls of those loops (_cleared_accumulators)
+        self.accumulators: list[tuple[str, str, tuple]] = []
         self.ready: dict[int, list] = {}               # id(updated loop) -> definitions
         # the scan resolves through module-level imports and project names only: a statement
         # naming neither (nor `backward`) holds nothing it records
@@ -867,6 +870,8 @@ class TrainingLoopPass(PathTransformer):
             out.extend(self.ready.pop(id(stmt), ()))
             if backwards or not (self._clears_gradients(stmt) or self._changes_nothing(stmt)):   # (a refused step keeps its own)
                 out.extend(self.later.pop(id(self.originals.get(id(stmt), stmt)), [stmt]))
+            elif self._clears_gradients(stmt):
+                out.extend(self._cleared_accumulators(stmt))
         return out or [cst.SimpleStatementLine([cst.Pass()])]
 
     def _network_names(self) -> set[str]:
@@ -888,6 +893,23 @@ class TrainingLoopPass(PathTransformer):
             return True
         return receiver in self._network_names() or \
             (receiver or "").rsplit(".", 1)[-1] in self._leaves(sorted(self.optimizers))
+
+    def _cleared_accumulators(self, stmt) -> list:
+        """`optimizer.zero_grad()` in a loop around an accumulating step (at each epoch's start):
+        torch drops the gradients of the batches since the last update there (an epoch whose
+        batch count is no multiple of the accumulation); the step's accumulated gradients are
+        cleared the same way, or the next epoch's first update would apply them too."""
+        receiver = dotted(_method_stmt(stmt, "zero_grad").func.value)
+        around = {id(loop) for loop in self.loops[-1]}
+        out = []
+        for optimizer, accum, loops in self.accumulators:
+            if (receiver == optimizer or not self._is_optimizer(receiver)) and around & set(map(id, loops)):
+                out.append(self._stmt(f"for acc in {accum}:   # {self._code(stmt.body[0]).strip()}\n"
+                                      f"    {self._ref('mindspore.ops.assign')}(acc, "
+                                      f"{self._ref('mindspore.ops.zeros_like')}(acc))\n"))
+        if out:
+            out[0] = out[0].with_changes(leading_lines=stmt.leading_lines)
+        return out
 
     def _changes_nothing(self, stmt) -> bool:
         """`optimizer.step()` of an optimizer the file makes, in a file computing no gradient: no
@@ -2636,6 +2658,7 @@ class TrainingLoopPass(PathTransformer):
             # evaluated in Python where torch evaluated it, decides (as a bool tensor, so the
             # graph is compiled once) whether the accumulated update is applied.
             accum = self.fresh("accum_grads")
+            self.accumulators.append((step["optimizer"], accum, tuple(self.loops[-1])))
             flag = self.fresh("apply_update")
             defs.insert(len(params_def), self._stmt(
                 f'{accum} = {step["optimizer"]}.parameters.clone(prefix="{accum}", init="zeros")'))

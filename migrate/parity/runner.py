@@ -360,7 +360,7 @@ def run_torch(rec: Record, script: str) -> None:
     # "module" (None for an optimizer's bare tensors)}; the first is the model
     st = {"model": None, "depth": 0, "pending": None, "batch": None, "batch_new": False,
           "names": {}, "acts_open": False, "nets": [], "checked": set(), "entry": None,
-          "opt_stepped": False, "sites": set(), "unapplied": []}
+          "opt_stepped": False, "sites": set(), "unapplied": [], "input_grads": set()}
     rec.meta["networks"] = []
     created: list = []      # weak references to every module and optimizer, in creation order
     optimizers: list = []
@@ -460,6 +460,11 @@ def run_torch(rec: Record, script: str) -> None:
         unapplied = st["unapplied"]
         if not unapplied or unapplied != list(range(len(rec.losses) - len(unapplied) + 1, len(rec.losses) + 1)):
             return
+        if not all(step in st["input_grads"] for step in unapplied):
+            # a training loss's gradients dropped: the batches since the last update when an
+            # epoch's batch count is no multiple of the accumulation (zero_grad() at the next
+            # epoch's start). The conversion computes that step too, and drops its gradients alike
+            return
         del rec.losses[len(rec.losses) - len(unapplied):]
         st["pending"], st["sites"], st["unapplied"] = None, set(), []
         st.pop("provisional", None)
@@ -474,6 +479,22 @@ def run_torch(rec: Record, script: str) -> None:
         if 1 in unapplied:
             rec.meta["grads"] = []
         rec.meta["voided_backward"] = rec.meta.get("voided_backward", 0) + len(unapplied)
+
+    def reaches_input(loss) -> bool:
+        """Whether the backward pass of `loss` computes the gradient of a tensor no optimizer
+        updates (an input's: an adversarial example's)."""
+        updated = {id(p) for o in _alive(optimizers) for g in o.param_groups for p in g["params"]}
+        seen, todo = set(), [loss.grad_fn]
+        while todo:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            leaf = getattr(fn, "variable", None)   # (an AccumulateGrad node: a leaf's gradient)
+            if leaf is not None and id(leaf) not in updated:
+                return True
+            todo.extend(f for f, _ in fn.next_functions)
+        return False
 
     def voided(zero_grad):
         """zero_grad() after backward passes and before any optimizer step (outside one: not an
@@ -667,6 +688,8 @@ def run_torch(rec: Record, script: str) -> None:
             free_parameters()
         if step == 1 and not st["nets"]:
             free_tensors(self)
+        if reaches_input(self):
+            st["input_grads"].add(step)
         before = [_grad_versions(net["params"]()) for net in st["nets"]]
         result = orig_backward(self, *args, **kwargs)
         for net, versions in zip(st["nets"], before):
