@@ -468,6 +468,10 @@ def run_parity(script: Path, against: Path | None = None, opts: Options | None =
                 # only a run that starts where the first one did measures rounding (not other random draws)
                 if None in first_losses or abs(first_losses[1] - first_losses[0]) > 1e-5 * abs(first_losses[0]) + 1e-7:
                     break
+                # nor one that counted other steps or batches (its movement would be theirs)
+                if any(pmeta.get(k) != tmeta.get(k) for k in ("batches", "voided_backward", "joined_backward")) \
+                        or len(pmeta["losses"]) != len(tmeta["losses"]):
+                    break
                 for key, value in sensitivity(tmeta, tarr, pmeta, parr).items():
                     moved[key] = max(moved.get(key, 0.0), value)
                 result = compare(tmeta, tarr, mmeta, marr, opts, moved)

@@ -629,12 +629,16 @@ def msmigrate_spherical_bessel_j0(x):
 
 
 def msmigrate_cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """torch.nn.functional.cosine_similarity: operands of different shapes broadcast first."""
+    """torch.nn.functional.cosine_similarity: each operand divided by its norm clamped to eps
+    (MindSpore's ops.cosine_similarity clamps the product of the norms: vectors of norm 5e-5 are
+    0.25 alike there, 1.0 in torch); operands of different shapes broadcast first."""
     from mindspore import ops
     if x1.shape != x2.shape:
         shape = msmigrate_broadcast_shape(x1.shape, x2.shape)
         x1, x2 = ops.broadcast_to(x1, shape), ops.broadcast_to(x2, shape)
-    return ops.cosine_similarity(x1, x2, dim, eps)
+    n1 = ops.clamp(ops.sqrt((x1 * x1).sum(dim, keepdims=True)), min=eps)
+    n2 = ops.clamp(ops.sqrt((x2 * x2).sum(dim, keepdims=True)), min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def msmigrate_parameter_list(values, name):
