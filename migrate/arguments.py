@@ -100,6 +100,17 @@ def argument_objects(tree: ast.Module, imports: Mapping[str, str], project: Mapp
     return _Analysis(tree, imports, project, frozenset(returns_self), frozenset(plain_decorators)).run()
 
 
+def returned_objects(tree: ast.Module, imports: Mapping[str, str], project: Mapping[str, str],
+                     returns_self: Iterable[str], plain_decorators: Iterable[str] = ()) -> dict[str, object]:
+    """Function name -> the torch API of the object every `return` of the file's function gives
+    (`def make_loss(): return nn.CrossEntropyLoss()`), or a tuple of them, one per element of
+    the tuple every return gives (`return opt, StepLR(opt, 5)` with `opt = torch.optim.SGD(...)`
+    in the function: ("torch.optim.SGD", "torch.optim.lr_scheduler.StepLR")), None where unknown.
+    Same refusals as argument_objects: a function defined more than once, decorated, a
+    generator, or whose returns differ, gives none."""
+    return _Analysis(tree, imports, project, frozenset(returns_self), frozenset(plain_decorators)).returned()
+
+
 class _Analysis:
     def __init__(self, tree, imports, project, returns_self, plain_decorators=frozenset()) -> None:
         self.imports, self.project, self.returns_self = imports, project, returns_self
@@ -152,6 +163,24 @@ class _Analysis:
                      if p not in rebound and (q := self.param(name, p)) is not None}
             if found:
                 out[name] = found
+        return out
+
+    def returned(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for name, defs in self.defs.items():
+            if len(defs) != 1 or defs[0] is None or \
+                    any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(defs[0].body)):
+                continue
+            scope, shapes = self.scopes[id(defs[0])], set()
+            for r in _returns(defs[0]):
+                v = r.value
+                if isinstance(v, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in v.elts):
+                    shapes.add(tuple(self.value(e, scope, 1) for e in v.elts))
+                else:
+                    shapes.add(None if v is None else self.value(v, scope, 1))
+            shape = shapes.pop() if len(shapes) == 1 else None
+            if shape is not None and (isinstance(shape, str) or any(shape)):
+                out[name] = shape
         return out
 
     def param(self, func: str, param: str, depth: int = 0) -> str | None:

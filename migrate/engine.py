@@ -17,7 +17,7 @@ import libcst as cst
 import libcst.matchers as cstm
 from libcst.helpers import parse_template_expression, parse_template_statement
 
-from msmigrate.arguments import argument_objects
+from msmigrate.arguments import argument_objects, returned_objects
 from msmigrate.diagnostics import AUTO, CONVERT_CODES, STATUS_CODE, STATUSES, Diagnostic, InputError
 from msmigrate.foreign import foreign_receivers
 from msmigrate.imports import ImportPlan
@@ -114,6 +114,7 @@ def convert_source(source: str, path: str = "<string>", *, force: bool = False,
 
         facts = {**{c: PLAIN_OBJECT for c in ctx.plain_classes}, **ctx.project}
         ctx.arguments = argument_objects(names.tree, names.imports, facts, _RETURNS_SELF, PLAIN_DECORATORS)
+        ctx.returned = returned_objects(names.tree, names.imports, facts, _RETURNS_SELF, PLAIN_DECORATORS)
     for structural_pass in structural_passes():
         if structural_pass.applies(source):
             ctx.module = ctx.module.visit(structural_pass(ctx))
@@ -145,6 +146,8 @@ class FileContext:
     not_tensors: set = field(default_factory=set)   # names a pass knows hold no Tensor (their .backward(x) is no Tensor.backward)
     # function name -> {parameter -> torch API of the object every call passes} (msmigrate.arguments)
     arguments: dict = field(default_factory=dict)
+    # function name -> torch API of the object its returns give, or a tuple of them (msmigrate.arguments)
+    returned: dict = field(default_factory=dict)
     plain_classes: set = field(default_factory=set)   # classes of plain Python objects (names.plain_classes)
     recomputed: set = field(default_factory=set)   # containers of kept values a step computes again (a pass says)
     # generated functions computing a gradient torch holds as a constant (an input's .grad after
@@ -574,8 +577,8 @@ class _TopLevelBindings(TargetBindings):
         self.values: dict[str, list] = {}
 
     def _bind(self, target, value) -> None:
-        for e in getattr(target, "elements", ()):   # a, b = ...
-            self._bind(e.value, None)
+        for i, e in enumerate(getattr(target, "elements", ())):   # a, b = ...: (value, index)
+            self._bind(e.value, (value, i) if isinstance(value, cst.Call) else None)
         name = dotted(target)
         if name is not None:
             self.values.setdefault(name, []).append(value)
@@ -590,18 +593,32 @@ class _TopLevelBindings(TargetBindings):
         return False
 
 
-def _late_instances(module: cst.Module, imports: Mapping[str, str], table: ApiTable) -> dict[str, ApiRecord]:
+def _late_instances(module: cst.Module, imports: Mapping[str, str], table: ApiTable,
+                    returned: Mapping[str, object]) -> dict[str, ApiRecord]:
     """Names bound once in the module's own code (also under its if/with/try blocks), to a
-    torch object whose calls have call-site rules (`criterion = nn.CrossEntropyLoss()`)."""
+    torch object whose calls have call-site rules (`criterion = nn.CrossEntropyLoss()`), also
+    one a function of the file returns (`criterion = make_loss()`, `opt, sched = build(m)`:
+    FileContext.returned)."""
     bindings = _TopLevelBindings()
     module.visit(bindings)
     out = {}
     for name, values in bindings.values.items():
-        if "." not in name and len(values) == 1 and isinstance(values[0], cst.Call):
-            q = resolve(values[0].func, dict(imports))
-            rec = table.lookup(q) if is_source(q) else None
-            if rec is not None and rec.instance_call:
-                out[name] = rec
+        if "." in name or len(values) != 1:
+            continue
+        value, index = values[0] if isinstance(values[0], tuple) else (values[0], None)
+        if not isinstance(value, cst.Call):
+            continue
+        q = resolve(value.func, dict(imports))
+        if not is_source(q):
+            made = returned.get(value.func.value) if isinstance(value.func, cst.Name) and \
+                value.func.value not in imports else None
+            q = made if index is None and isinstance(made, str) else \
+                made[index] if isinstance(made, tuple) and index is not None and index < len(made) else None
+        elif index is not None:
+            continue
+        rec = table.lookup(q) if q and is_source(q) else None
+        if rec is not None and rec.instance_call:
+            out[name] = rec
     return out
 
 
@@ -804,7 +821,7 @@ class Rewriter(cst.CSTTransformer):
                 self.local_classes[name] = rec
         # a criterion made once at the top level after the functions calling it (in the
         # `if __name__ == "__main__":` block): its calls convert as where it is made
-        self.instances.update(_late_instances(ctx.module, ctx.names.imports, table))
+        self.instances.update(_late_instances(ctx.module, ctx.names.imports, table, ctx.returned))
         self.implicit: set[int] = set()
         self.type_checks = 0  # inside isinstance()/issubclass() or an annotation: classes are only named
         self.stores: set[int] = set()   # ids of assignment/del targets (not reads)
@@ -1702,6 +1719,7 @@ class Rewriter(cst.CSTTransformer):
         for t in original.targets:   # a name bound again holds none of its old elements
             if dotted(t.target) is not None:
                 self._bind_elements(dotted(t.target), original.value)
+        self._bind_returned(original)
         rec = self._constructed(original.value)
         if rec is None:
             copied = self._deep_copy_of(original.value)
@@ -1716,6 +1734,28 @@ class Rewriter(cst.CSTTransformer):
         finally:
             self.pos_stack.pop()
         return updated
+
+    def _bind_returned(self, original: cst.Assign) -> None:
+        """`optimizer, scheduler = build(model)` / `criterion = make_loss()` of the file's own
+        function returning torch objects (FileContext.returned): each name is an object of its
+        record, as if it were made here (a scheduler's state_dict, a loss's int32 labels)."""
+        call = original.value
+        made = self.ctx.returned.get(call.func.value) if isinstance(call, cst.Call) and \
+            isinstance(call.func, cst.Name) and self.scopes.resolve(call.func) is None else None
+        if made is None or len(original.targets) != 1:
+            return
+        target = original.targets[0].target
+        if isinstance(made, str):
+            pairs = [(target, made)]
+        elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(made) and \
+                not any(isinstance(e, cst.StarredElement) for e in target.elements):
+            pairs = [(e.value, q) for e, q in zip(target.elements, made)]
+        else:
+            return
+        for node, q in pairs:
+            name, rec = dotted(node), self.table.lookup(q) if q else None
+            if name is not None and rec is not None:
+                self.instances[name] = rec
 
     def _bind_elements(self, name: str, value) -> None:
         """`criteria = {"cls": nn.CrossEntropyLoss(), ...}` (or a list, tuple, ModuleDict or

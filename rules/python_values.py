@@ -44,7 +44,18 @@ class PythonValuesPass(FocusedTransformer):
             def visit_Assign(self, node: cst.Assign) -> None:
                 if not isinstance(node.value, cst.Call):
                     return
-                q = owner.scopes.resolve(node.value.func) or ""
+                made = owner.ctx.returned.get(node.value.func.value) if isinstance(node.value.func, cst.Name) \
+                    and owner.scopes.resolve(node.value.func) is None else None
+                target = node.targets[0].target
+                if isinstance(made, tuple) and isinstance(target, (cst.Tuple, cst.List)) and \
+                        len(target.elements) == len(made):   # `opt, sched = build(model)`
+                    for element, q in zip(target.elements, made):
+                        kind = (owner.schedulers if (q or "").startswith(SCHEDULER_PREFIX)
+                                else owner.optimizers if (q or "").startswith(OPTIMIZER_PREFIX) else None)
+                        if kind is not None and dotted(element.value):
+                            kind.add(dotted(element.value))
+                    return
+                q = made if isinstance(made, str) else owner.scopes.resolve(node.value.func) or ""
                 kind = (owner.schedulers if q.startswith(SCHEDULER_PREFIX)
                         else owner.optimizers if q.startswith(OPTIMIZER_PREFIX) else None)
                 if kind is not None:

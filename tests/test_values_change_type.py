@@ -54,6 +54,19 @@ def test_values_that_change_type_are_read_like_torch(tmp_path):
     assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
 
 
+@pytest.mark.framework
+def test_objects_the_files_functions_make_convert_as_if_made_in_place(tmp_path):
+    """`optimizer, scheduler = build(model)` and `criterion = make_loss()`: the loss took int64
+    labels (TypeError), the scheduler's state was saved as a network's (AttributeError), and a
+    checkpoint's `["scheduler"]` raised KeyError; converted, the program prints torch's lines."""
+    src = FIXTURES / "programs" / "train_factory_made_objects.py"
+    result = convert_source(src.read_text(), src.name)
+    assert result.diagnostics == []
+    want, got = _outputs(src, result.code, tmp_path)
+    assert len(want) == 8 and len(got) == len(want), (want, got)
+    assert all(_same_line(a, b) for a, b in zip(want, got)), list(zip(want, got))
+
+
 def test_line_comparison_is_strict():
     assert _same_line("loss 0.4337 scale 1024.0", "loss 0.4338 scale 1024.0")
     assert not _same_line("loss 0.4337", "loss 0.4357")

@@ -212,13 +212,36 @@ class msmigrate_Checkpoint(dict):
     def __missing__(self, key):
         names = dict.get(self, f"msmigrate_table.{key}") if isinstance(key, str) else None
         if names is None:
-            raise KeyError(key)
+            return self._entries(key)
         lrs = f"{key}.lr."
         return {("optimizer.lr." + name[len(lrs):] if name.startswith(lrs) else name): dict.__getitem__(self, name)
                 for name in names.split(",") if name}
 
+    def _entries(self, key):
+        """A scheduler's state saved as '<key>.<attr>' / '<key>.<attr>.<i>' entries
+        (msmigrate_scheduler_entries) as its dict, as torch's state_dict() gives it: '<attr>' ->
+        its Python number, a list's items in order."""
+        prefix = f"{key}." if isinstance(key, str) else None
+        state = {}
+        for name, value in dict.items(self):
+            if prefix is None or not isinstance(name, str) or not name.startswith(prefix):
+                continue
+            if isinstance(value, ms.Tensor) and value.size == 1:
+                value = value.asnumpy().item()
+            attr, _, index = name[len(prefix):].rpartition(".")
+            if attr and index.isdigit():
+                state.setdefault(attr, {})[int(index)] = value
+            else:
+                state[name[len(prefix):]] = value
+        if not state:
+            raise KeyError(key)
+        return {attr: [value[i] for i in sorted(value)] if isinstance(value, dict) else value
+                for attr, value in state.items()}
+
     def __contains__(self, key):
-        return dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, f"msmigrate_table.{key}"))
+        if dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, f"msmigrate_table.{key}")):
+            return True
+        return isinstance(key, str) and any(isinstance(n, str) and n.startswith(f"{key}.") for n in dict.keys(self))
 
     def get(self, key, default=None):
         return self[key] if key in self else default

@@ -194,8 +194,10 @@ def _pickled(site, obj, scope=None) -> bool:
     named = _named_dict(site, obj, scope)
     if named is not None:
         obj = named
-    if isinstance(obj, cst.Dict):
-        return not any(isinstance(el, cst.StarredDictElement) or _is_table(el.value) for el in obj.elements)
+    if isinstance(obj, cst.Dict):   # (a scheduler's state_dict() is plain data: `{"scheduler": s.state_dict()}`)
+        return not any(isinstance(el, cst.StarredDictElement) or _is_table(el.value) and not (
+            isinstance(el.value.func.value, (cst.Name, cst.Attribute))
+            and _made_by(site, el.value.func.value, ("torch.optim.lr_scheduler.",))) for el in obj.elements)
     return True
 
 
