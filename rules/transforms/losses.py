@@ -1,6 +1,8 @@
 """Loss objects whose calls need a change: class-index targets must be int32 in MindSpore."""
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from msmigrate.engine import Unconvertible, literal_value
@@ -160,3 +162,20 @@ def weighted_bce(site):
     if site.record.torch == "torch.nn.BCELoss":
         return generated_cell(site)
     return call_generated(site, "msmigrate_binary_cross_entropy")
+
+
+# -inf written by the file (`float("-inf")`, `-math.inf`, ...): a masked class's logit
+_NEGATIVE_INFINITY = re.compile(r"""-\s*(?:float\(\s*['"]inf(?:inity)?['"]\s*\)|\b(?:math|np|numpy|torch)\.inf\b)"""
+                                r"""|float\(\s*['"]-inf(?:inity)?['"]\s*\)""")
+
+
+def masked_classes(site):
+    """nn.CrossEntropyLoss / F.cross_entropy / nn.NLLLoss / F.nll_loss in a file that writes -inf
+    (a masked class: a contrastive loss's diagonal, invalid actions): the generated ones picking
+    the target's log-probability (rules/generated/functions.py); MindSpore's add a label-smoothing
+    term times 0 whatever the smoothing, and 0 * inf is nan. Elsewhere MindSpore's own."""
+    from msmigrate.rules.transforms.torch_functions import call_generated, generated_cell
+    if site.is_call and _NEGATIVE_INFINITY.search(site.rw.ctx.source):
+        name = site.record.torch.rsplit(".", 1)[1]
+        return generated_cell(site) if name[0].isupper() else call_generated(site, "msmigrate_" + name)
+    return site.call(site.record.target) if site.is_call else site.ref(site.record.target)
