@@ -2132,7 +2132,13 @@ class TrainingLoopPass(PathTransformer):
         if free & (writes(scope.body) | set(params_of(scope.params))):
             return False
         before = set().union(*(writes(s) for s in body[:at])) if at else set()
-        after = set().union(*(writes(s) for s in body[at + 1:])) if at + 1 < len(body) else set()
+        # (what the module binds after its last call of the function, `model = restored` to
+        # evaluate a reloaded network, no step sees; a use inside another def may come later)
+        uses = [i for i, s in enumerate(body) if i > at and
+                any(isinstance(n, cst.Name) and n.value == scope.name.value for n in walk(s))]
+        end = uses[-1] + 1 if uses and not any(isinstance(body[i], (cst.FunctionDef, cst.ClassDef))
+                                                for i in uses) else len(body)
+        after = set().union(*(writes(s) for s in body[at + 1:end])) if at + 1 < end else set()
         if free & after or re.search(r"\bglobal\b", self.funcs[0].code):
             return False
         # names read at definition: bound before the function, or nowhere in the module
