@@ -233,7 +233,7 @@ class msmigrate_Checkpoint(dict):
                 state.setdefault(attr, {})[int(index)] = value
             else:
                 state[name[len(prefix):]] = value
-        if not state:
+        if "last_epoch" not in state:   # (no scheduler's: torch's dict had no such key)
             raise KeyError(key)
         return {attr: [value[i] for i in sorted(value)] if isinstance(value, dict) else value
                 for attr, value in state.items()}
@@ -241,7 +241,7 @@ class msmigrate_Checkpoint(dict):
     def __contains__(self, key):
         if dict.__contains__(self, key) or (isinstance(key, str) and dict.__contains__(self, f"msmigrate_table.{key}")):
             return True
-        return isinstance(key, str) and any(isinstance(n, str) and n.startswith(f"{key}.") for n in dict.keys(self))
+        return isinstance(key, str) and dict.__contains__(self, f"{key}.last_epoch")   # a scheduler's (_entries)
 
     def get(self, key, default=None):
         return self[key] if key in self else default
