@@ -253,6 +253,26 @@ def test_checkpoint_of_a_prefixed_network_reloads_into_a_fresh_one(tmp_path):
     assert "reloaded equal: True" in out.stdout and "reloaded again: True" in out.stdout, out.stdout
 
 
+@pytest.mark.framework
+def test_checkpoint_of_a_prefixed_network_reloads_where_its_parameters_share_a_child(tmp_path):
+    """The prefixed network's parameters all under one child ('model.layers.0.weight' saved,
+    'layers.0.weight' in a fresh one): the reload raised, 'layers.' taken for the prefix."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    src = FIXTURES / "programs" / "checkpoint_prefixed_single_child.py"
+    code = convert_source(src.read_text(), src.name).code
+    assert "update_parameters_name('model.')" in code
+    (tmp_path / src.name).write_text(code)
+    out = subprocess.run([sys.executable, src.name], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "GLOG_v": "3"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "reloaded equal: True" in out.stdout, out.stdout
+
+
 def test_plain_objects_methods_are_not_torch_methods():
     """Receivers that are objects of plain classes (of the file, passed to a function, or held
     in `self.`) keep their methods; an unknown receiver whose call does not fit the torch

@@ -152,9 +152,13 @@ def msmigrate_prefix_matched(cell, table):
         heads = {k.split(".", 1)[0] for k in keys}
         return heads.pop() + "." if len(heads) == 1 and all("." in k for k in keys) else ""
 
+    # ('student.' for 'fc.'; 'model.' off, where every parameter sits under one child: 'layers.')
     theirs, ours = prefix(table), prefix(names)
-    renamed = {ours + k[len(theirs):]: v for k, v in table.items()}
-    return renamed if theirs != ours and set(renamed) == names else table
+    for old, new in ((theirs, ours), (theirs, ""), ("", ours)):
+        renamed = {new + k[len(old):]: v for k, v in table.items()}
+        if old != new and set(renamed) == names:
+            return renamed
+    return table
 
 
 def msmigrate_load_optimizer_lrs(optimizer, table, key):
