@@ -68,6 +68,10 @@ class _Scope:
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                 self.values.setdefault(n.targets[0].id, []).append(n.value)
                 assigned.add(id(n.targets[0]))
+            elif isinstance(n, ast.Assign) and len(n.targets) == 1 and _unpacked(n.targets[0], n.value):
+                for target, value in zip(n.targets[0].elts, n.value.elts):   # `ce, mse = CE(), MSE()`
+                    self.values.setdefault(target.id, []).append(value)
+                    assigned.add(id(target))
             elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
                 if id(n) not in assigned:
                     self.values.setdefault(n.id, []).append(None)
@@ -290,6 +294,13 @@ def passed_names(tree: ast.Module, imports: Mapping[str, str],
     """Function name -> {parameter -> the top-level name every call passes for it}, sound by the
     same refusals as argument_objects."""
     return _PassedNames(tree, imports, {}, frozenset(), frozenset(plain_decorators)).run()
+
+
+def _unpacked(target, value) -> bool:
+    """`a, b = x, y`: names bound one by one to the elements of a tuple or list literal."""
+    return isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+        and len(target.elts) == len(value.elts) and all(isinstance(t, ast.Name) for t in target.elts) \
+        and not any(isinstance(v, ast.Starred) for v in value.elts)
 
 
 def _returns(node):

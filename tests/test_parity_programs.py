@@ -59,7 +59,7 @@ STEPS = {
     "train_host_generator_batches.py": 4,
     "train_scaler_accumulation.py": 8,   # four accumulated updates
     "train_optimizer_list.py": 4,
-    "train_losses_in_containers.py": 8,
+    "train_losses_in_containers.py": 12,   # the loop, the Trainer and the losses passed to a function
     "train_pairs_passed_in_collate.py": 8,   # both epochs
     "train_mixup_numpy_draws.py": 5,
     "train_loss_reads_annealed_global.py": 10,   # both loops, the weights changing every step
