@@ -22,10 +22,21 @@ def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
             stmt = stmt.visit(_SelfCalls())
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
             stmt = stmt.with_changes(name=cst.Name("construct"))
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "train" and _overrides_train(stmt):
+            # `model.train()` converts to set_train(True): the override (keeping a frozen part
+            # in eval mode) is what it must call, as torch's train() and eval() do
+            stmt = stmt.with_changes(name=cst.Name("set_train"))
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__" and _adds_children(stmt, site):
             stmt = _name_parameters_at_end(stmt)
         body.append(stmt)
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def _overrides_train(fn: cst.FunctionDef) -> bool:
+    """`def train(self, mode=True)`: torch's Module.train overridden (one argument, its mode)."""
+    params = fn.params.params
+    return len(params) == 2 and not isinstance(fn.params.star_arg, cst.Param) and not fn.params.kwonly_params \
+        and params[1].default is not None
 
 
 class _SelfCalls(cst.CSTTransformer):
