@@ -1328,6 +1328,12 @@ class TrainingLoopPass(PathTransformer):
                                                                                 *step.get("others", ())) if o})]
         if made and not self.loops[-1]:
             chosen = [i for i in chosen if i > made[-1]]
+        # so is what picks (or makes anew) the objects of a step built per object (_picked_in_loop:
+        # `if epoch == 2: model, opt = build()`): before the step's lookup, not in it
+        picked = self._picked_in_loop(step["optimizer"]) if step.get("optimizer") else None
+        rebinds = [i for i in range(len(pre)) if picked is not None and eff[i].binds & set(_target_names(picked))]
+        if rebinds:
+            chosen = [i for i in chosen if i > rebinds[-1]]
         def mutated(i: int) -> set[str]:
             """What pre[i] may change in place: `buffer.append(obs)` of a Python container
             changes the container, not what goes into it."""
@@ -2170,7 +2176,10 @@ class TrainingLoopPass(PathTransformer):
         """`opt = optimizers[step % 2]` (or `a if c else b`) in the body of an enclosing loop,
         before the step: one compiled step per object it picks, as for a loop binding it (see
         per_object); a step made once would keep the first one. Only existing objects (picked
-        from a container or a name): an optimizer made anew each pass is not cached. Returns the
+        from a container or a name): an optimizer made anew each pass is not cached. Also one
+        made anew under an `if` of the loop's body (`if epoch == unfreeze_at: optimizer =
+        SGD(model.parameters(), ...)`, `model, optimizer = build()` to restart): the step of the
+        first optimizer would keep training its parameters at its rate, silently. Returns the
         assignment's target."""
         for loop in reversed(self.loops[-1]):
             if not isinstance(getattr(loop, "body", None), cst.IndentedBlock):
@@ -2181,6 +2190,13 @@ class TrainingLoopPass(PathTransformer):
                         isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name and \
                         isinstance(small.value, (cst.Subscript, cst.Name, cst.IfExp)):
                     return small.targets[0].target
+                if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+                    for inner in stmt.body.body:
+                        small = inner.body[0] if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 \
+                            else None
+                        if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                                isinstance(small.value, cst.Call) and name in _target_names(small.targets[0].target):
+                            return small.targets[0].target
         return None
 
     def _factory(self, defs: list, name: str, step: str, params: list[str]):
