@@ -305,6 +305,30 @@ def test_sequential_add_module_runs_the_child(tmp_path):
 
 
 @pytest.mark.framework
+def test_module_dicts_of_sequentials_name_parameters_by_their_paths(tmp_path):
+    """nn.ModuleDict({"fc": nn.Sequential(...)}) in two attributes (made plain Modules whose
+    children are set after they became attributes): the parameters lost the dicts' names
+    ('fc.0.weight' twice: the optimizer raised ValueError, a checkpoint's names differed)."""
+    code = (
+        "import torch\nimport torch.nn as nn\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.enc = nn.ModuleDict({'fc': nn.Sequential(nn.Linear(4, 4), nn.ReLU())})\n"
+        "        self.dec = nn.ModuleDict({'fc': nn.Sequential(nn.Linear(4, 2))})\n\n"
+        "    def forward(self, x):\n        return self.dec['fc'](self.enc['fc'](x))\n\n"
+        "model = Net()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "print('names', sorted(n for n, _ in model.named_parameters()))\n")
+    result = convert_source(code, "t.py")
+    outs = []
+    for name, text in (("src.py", code), ("dst.py", result.code)):
+        (tmp_path / name).write_text(text)
+        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "GLOG_v": "3"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("names")])
+    assert "enc.fc.0.weight" in outs[0][0] and outs[1] == outs[0], result.code
+
+
+@pytest.mark.framework
 def test_batch_norm_statistics_of_receivers_of_unknown_class(tmp_path):
     """`net[1].running_mean` of a Sequential built from a list, `bn.running_var` of a layer a
     helper returns (in training mode: a network a function returns starts in it, as in torch):

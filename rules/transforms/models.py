@@ -77,10 +77,10 @@ def _adds_children(init: cst.FunctionDef, site) -> bool:
     torch's 'layers.0.weight'; `self.add_module('fc', m)`: 'weight'), so two containers filled
     that way hold parameters of the same names, which an optimizer rejects (ValueError: its
     name '0.weight' already exists)."""
-    def container(expr) -> bool:
+    def container(expr, *more) -> bool:
         name = dotted(expr)
         rec = site.rw.instances.get(name) if name and name.startswith("self.") else None
-        return rec is not None and rec.torch in _CONTAINERS
+        return rec is not None and (rec.torch in _CONTAINERS or rec.torch in more)
 
     for node in _own_statements(init.body):
         for small in node.body if isinstance(node, cst.SimpleStatementLine) else ():
@@ -94,6 +94,10 @@ def _adds_children(init: cst.FunctionDef, site) -> bool:
                 return True
             elif isinstance(small, cst.Assign) and any(
                     isinstance(t.target, cst.Subscript) and container(t.target.value) for t in small.targets):
+                return True
+            elif isinstance(small, cst.Assign) and any(   # `self.enc.fc = ...` (a ModuleDict made a Module)
+                    isinstance(t.target, cst.Attribute) and container(t.target.value, "torch.nn.Module")
+                    for t in small.targets):
                 return True
     return False
 
