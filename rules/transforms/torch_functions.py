@@ -396,6 +396,13 @@ def full(site):
         except ValueError:
             # a visible Python number (torch.inf, n * 0.5): its type's example value
             v = {"pyfloat": 0.0, "pyint": 0, "pybool": False}.get(_original_kind(site, "fill_value"))
+            fill = site.arg("fill_value")
+            if v is None and isinstance(fill, (cst.Name, cst.Attribute)):
+                # a name (`args.smooth`): torch's dtype for what it holds when the call runs
+                site.bound.pop("dtype", None)
+                dtype = site.expr("{f32} if isinstance({v}, float) else {b} if isinstance({v}, bool) else None",
+                                  f32=site.ref("mindspore.float32"), b=site.ref("mindspore.bool_"), v=fill)
+                return _trainable(site, site.call(site.record.target, [*site.standard_args(), kwarg("dtype", dtype)]))
             if v is None:
                 site.flag("review", f"{site.qualname}: fill_value is not a literal: pass dtype= (ops.full "
                                     f"turns a float fill value into int64 when dtype is None)")
