@@ -223,8 +223,8 @@ class msmigrate_Checkpoint(dict):
 
     def _entries(self, key):
         """A scheduler's state saved as '<key>.<attr>' / '<key>.<attr>.<i>' entries
-        (msmigrate_scheduler_entries) as its dict, as torch's state_dict() gives it: '<attr>' ->
-        its Python number, a list's items in order."""
+        (msmigrate_scheduler_entries) as the state dict it was: '<attr>' -> its Python number, a
+        list's items in order."""
         prefix = f"{key}." if isinstance(key, str) else None
         state = {}
         for name, value in dict.items(self):
