@@ -2177,10 +2177,11 @@ class TrainingLoopPass(PathTransformer):
         before the step: one compiled step per object it picks, as for a loop binding it (see
         per_object); a step made once would keep the first one. Only existing objects (picked
         from a container or a name): an optimizer made anew each pass is not cached. Also one
-        made anew under an `if` of the loop's body (`if epoch == unfreeze_at: optimizer =
-        SGD(model.parameters(), ...)`, `model, optimizer = build()` to restart): the step of the
-        first optimizer would keep training its parameters at its rate, silently. Returns the
-        assignment's target."""
+        made anew under an `if` of the body of the loop around the step (`if epoch == unfreeze_at:
+        optimizer = SGD(model.parameters(), ...)`, `model, optimizer = build()` to restart): the
+        step of the first optimizer would keep training its parameters at its rate, silently (in
+        an outer loop's body the step is built after it, in that loop). Returns the assignment's
+        target."""
         for loop in reversed(self.loops[-1]):
             if not isinstance(getattr(loop, "body", None), cst.IndentedBlock):
                 continue
@@ -2190,7 +2191,7 @@ class TrainingLoopPass(PathTransformer):
                         isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name and \
                         isinstance(small.value, (cst.Subscript, cst.Name, cst.IfExp)):
                     return small.targets[0].target
-                if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock):
+                if isinstance(stmt, cst.If) and isinstance(stmt.body, cst.IndentedBlock) and loop is self.loops[-1][-1]:
                     for inner in stmt.body.body:
                         small = inner.body[0] if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 \
                             else None
