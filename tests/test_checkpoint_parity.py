@@ -237,40 +237,34 @@ def test_plain_objects_and_deepcopy_target_train_like_torch(tmp_path):
 def test_checkpoint_of_a_prefixed_network_reloads_into_a_fresh_one(tmp_path):
     """A student trained beside its teacher is prefixed ('student.weight'); its checkpoint loads
     into a network built afresh ('weight') and back into itself, as torch's does."""
+    out = _run_converted_program(tmp_path, "train_distill_checkpoint_reload.py", "update_parameters_name('student.')")
+    assert "reloaded equal: True" in out and "reloaded again: True" in out, out
+
+
+def _run_converted_program(tmp_path, name: str, expected: str) -> str:
+    """fixtures/programs/NAME converted (its code holding `expected`) and run: its stdout."""
     import os
     import subprocess
     import sys
 
     from conftest import FIXTURES
 
-    src = FIXTURES / "programs" / "train_distill_checkpoint_reload.py"
+    src = FIXTURES / "programs" / name
     code = convert_source(src.read_text(), src.name).code
-    assert "update_parameters_name('student.')" in code
+    assert expected in code
     (tmp_path / src.name).write_text(code)
     out = subprocess.run([sys.executable, src.name], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "GLOG_v": "3"})
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "reloaded equal: True" in out.stdout and "reloaded again: True" in out.stdout, out.stdout
+    return out.stdout
 
 
 @pytest.mark.framework
 def test_checkpoint_of_a_prefixed_network_reloads_where_its_parameters_share_a_child(tmp_path):
     """The prefixed network's parameters all under one child ('model.layers.0.weight' saved,
     'layers.0.weight' in a fresh one): the reload raised, 'layers.' taken for the prefix."""
-    import os
-    import subprocess
-    import sys
-
-    from conftest import FIXTURES
-
-    src = FIXTURES / "programs" / "checkpoint_prefixed_single_child.py"
-    code = convert_source(src.read_text(), src.name).code
-    assert "update_parameters_name('model.')" in code
-    (tmp_path / src.name).write_text(code)
-    out = subprocess.run([sys.executable, src.name], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "GLOG_v": "3"})
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "reloaded equal: True" in out.stdout, out.stdout
+    out = _run_converted_program(tmp_path, "checkpoint_prefixed_single_child.py", "update_parameters_name('model.')")
+    assert "reloaded equal: True" in out, out
 
 
 def test_plain_objects_methods_are_not_torch_methods():

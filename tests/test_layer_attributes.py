@@ -294,14 +294,20 @@ def test_sequential_add_module_runs_the_child(tmp_path):
         "x = torch.ones(1, 2)\nprint('shapes', tuple(seq(x).shape), tuple(Net()(seq(x)).shape))\n")
     result = convert_source(code, "t.py")
     assert "insert_child_to_cell" not in result.code
+    outs = _printed_both(tmp_path, code, result.code, "shapes")
+    assert outs[0] == ["shapes (1, 3) (1, 1)"] and outs[1] == outs[0], result.code
+
+
+def _printed_both(tmp_path, code: str, converted: str, prefix: str) -> list[list[str]]:
+    """The lines starting with `prefix` that the torch code and its conversion print."""
     outs = []
-    for name, text in (("src.py", code), ("dst.py", result.code)):
+    for name, text in (("src.py", code), ("dst.py", converted)):
         (tmp_path / name).write_text(text)
         proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True,
                               timeout=300, env={**os.environ, "GLOG_v": "3"})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("shapes")])
-    assert outs[0] == ["shapes (1, 3) (1, 1)"] and outs[1] == outs[0], result.code
+        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith(prefix)])
+    return outs
 
 
 @pytest.mark.framework
@@ -318,13 +324,7 @@ def test_module_dicts_of_sequentials_name_parameters_by_their_paths(tmp_path):
         "model = Net()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "print('names', sorted(n for n, _ in model.named_parameters()))\n")
     result = convert_source(code, "t.py")
-    outs = []
-    for name, text in (("src.py", code), ("dst.py", result.code)):
-        (tmp_path / name).write_text(text)
-        proc = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True,
-                              timeout=300, env={**os.environ, "GLOG_v": "3"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs.append([ln for ln in proc.stdout.splitlines() if ln.startswith("names")])
+    outs = _printed_both(tmp_path, code, result.code, "names")
     assert "enc.fc.0.weight" in outs[0][0] and outs[1] == outs[0], result.code
 
 
