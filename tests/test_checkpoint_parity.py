@@ -283,6 +283,20 @@ def test_plain_objects_methods_are_not_torch_methods():
     assert "x.shape" in code
 
 
+def test_a_network_method_named_train_of_another_meaning_keeps_its_name():
+    """`def train(self, mode=True)` overrides torch's train() (it becomes the Cell's set_train);
+    `def train(self, epochs=3)` of an agent network is the program's own method, and
+    MindSpore's set_train(True) must not run it."""
+    src = ("import torch\nimport torch.nn as nn\n\n\nclass Agent(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 1)\n\n"
+           "    def train(self, epochs=3):\n        return epochs\n\n"
+           "    def forward(self, x):\n        return self.fc(x)\n\n\n"
+           "agent = Agent()\nagent.eval()\n")
+    code = convert_source(src, "agent.py").code
+    assert "def train(self, epochs=3)" in code and "def set_train" not in code
+    assert "agent.set_train(False)" in code and "msmigrate_set_train" not in code
+
+
 def test_step_statements_around_a_continue_are_refused():
     """A `continue` between statements the compiled step would run together would run after
     the step (which torch may never reach): refused with a marker, never reordered."""

@@ -49,7 +49,7 @@ STEPS = {
     "train_checkpoint_named_dict.py": 7,   # four epochs, then the three resumed ones
     "train_micro_batches.py": 9,
     "train_accumulation_epoch_leftover.py": 10,
-    "train_overridden_train_mode.py": 4,
+    "train_overridden_train_mode.py": 6,   # both epochs, the evaluation between, the detector's two steps
     "train_objects_made_anew_in_loop.py": 8,   # both loops, past each rebuild   # both epochs, the evaluation between   # both epochs: the fifth batch's gradients dropped   # three updates of three micro-batches each
     "train_cosine_scheduler_checkpoint.py": 5,   # saved at epoch 2, two epochs of the rebuilt scheduler
     "train_rnn_output_after_loop.py": 8,   # both epochs of four words

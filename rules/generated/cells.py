@@ -185,3 +185,24 @@ def msmigrate_reset_running_stats(cell, missing_ok=False):
     elif not missing_ok:
         raise AttributeError(f"'{type(cell).__name__}' object has no attribute 'reset_running_stats'")
     return None
+
+
+def msmigrate_set_train(cell, mode=True):
+    """torch's Module.train(mode) in a program with a network class overriding train() (generated
+    by msmigrate; the override became that Cell's set_train): MindSpore's set_train sets the mode
+    of every sub-cell directly, torch's train() calls each child's, so the overrides of sub-cells
+    (a backbone keeping its BatchNorm in inference mode) run too, outer ones first."""
+    cell.set_train(mode)
+    for _, sub in cell.cells_and_names():
+        if sub is not cell and _msmigrate_overrides_set_train(sub):
+            sub.set_train(mode)
+    return cell
+
+
+def _msmigrate_overrides_set_train(cell):
+    for cls in type(cell).__mro__:
+        if cls.__module__.startswith("mindspore."):
+            return False
+        if "set_train" in vars(cls):
+            return True
+    return False

@@ -33,10 +33,11 @@ def module_subclass(cls: cst.ClassDef, site) -> cst.ClassDef:
 
 
 def _overrides_train(fn: cst.FunctionDef) -> bool:
-    """`def train(self, mode=True)`: torch's Module.train overridden (one argument, its mode)."""
+    """`def train(self, mode=True)`: torch's Module.train overridden (one argument, its mode; a
+    method of another meaning, `def train(self, epochs=10)`, keeps its name)."""
     params = fn.params.params
     return len(params) == 2 and not isinstance(fn.params.star_arg, cst.Param) and not fn.params.kwonly_params \
-        and params[1].default is not None
+        and params[1].default is not None and params[1].name.value == "mode"
 
 
 class _SelfCalls(cst.CSTTransformer):
@@ -219,11 +220,27 @@ def set_train_after_construction(site, name: str | None):
 
 def train(site):
     mode = site.arg("mode", cst.Name("True"))
-    return site.expr("{r}.set_train({m})", r=site.receiver, m=mode)
+    return _set_train(site, mode)
 
 
 def eval_(site):
-    return site.expr("{r}.set_train(False)", r=site.receiver)
+    return _set_train(site, cst.Name("False"))
+
+
+# a network class of the file overriding torch's train(mode) (module_subclass renames it set_train)
+_TRAIN_OVERRIDE = re.compile(r"^[ \t]+def train\(\s*self\s*,\s*mode\s*(?::\s*bool\s*)?=", re.M)
+
+
+def _set_train(site, mode):
+    """`net.train(mode)` / `net.eval()` -> net.set_train(mode); where a class of the file
+    overrides train(), msmigrate_set_train, which also calls the overrides of sub-networks (a
+    backbone keeping its BatchNorm in inference mode), as torch's train() does."""
+    receiver = site.receiver
+    calls_super = isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super"
+    if _TRAIN_OVERRIDE.search(site.rw.ctx.source) and not calls_super:   # (an override's own super().train())
+        func = generated_text(site.rw.imports, "cells", "_msmigrate_overrides_set_train", "msmigrate_set_train")
+        return cst.Call(func, [cst.Arg(site.receiver), cst.Arg(mode)])
+    return site.expr("{r}.set_train({m})", r=site.receiver, m=mode)
 
 
 def _buffer_value(site, arg: str, missing: str):
