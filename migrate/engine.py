@@ -593,6 +593,25 @@ class _TopLevelBindings(TargetBindings):
         return False
 
 
+
+def returned_bindings(returned: Mapping[str, object], scopes, assign: cst.Assign) -> list[tuple[str, str]]:
+    """(name, torch API) of each name `a, b = build(m)` / `c = make_loss()` binds to an object
+    the file's own function returns (FileContext.returned; `scopes` tells the call is to it)."""
+    call = assign.value
+    made = returned.get(call.func.value) if isinstance(call, cst.Call) and \
+        isinstance(call.func, cst.Name) and scopes.resolve(call.func) is None else None
+    if made is None or len(assign.targets) != 1:
+        return []
+    target = assign.targets[0].target
+    if isinstance(made, str):
+        pairs = [(target, made)]
+    elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(made) and \
+            not any(isinstance(e, cst.StarredElement) for e in target.elements):
+        pairs = [(e.value, q) for e, q in zip(target.elements, made)]
+    else:
+        return []
+    return [(dotted(node), q) for node, q in pairs if dotted(node) is not None and q]
+
 def _late_instances(module: cst.Module, imports: Mapping[str, str], table: ApiTable,
                     returned: Mapping[str, object]) -> dict[str, ApiRecord]:
     """Names bound once in the module's own code (also under its if/with/try blocks), to a
@@ -1739,22 +1758,9 @@ class Rewriter(cst.CSTTransformer):
         """`optimizer, scheduler = build(model)` / `criterion = make_loss()` of the file's own
         function returning torch objects (FileContext.returned): each name is an object of its
         record, as if it were made here (a scheduler's state_dict, a loss's int32 labels)."""
-        call = original.value
-        made = self.ctx.returned.get(call.func.value) if isinstance(call, cst.Call) and \
-            isinstance(call.func, cst.Name) and self.scopes.resolve(call.func) is None else None
-        if made is None or len(original.targets) != 1:
-            return
-        target = original.targets[0].target
-        if isinstance(made, str):
-            pairs = [(target, made)]
-        elif isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(made) and \
-                not any(isinstance(e, cst.StarredElement) for e in target.elements):
-            pairs = [(e.value, q) for e, q in zip(target.elements, made)]
-        else:
-            return
-        for node, q in pairs:
-            name, rec = dotted(node), self.table.lookup(q) if q else None
-            if name is not None and rec is not None:
+        for name, q in returned_bindings(self.ctx.returned, self.scopes, original):
+            rec = self.table.lookup(q)
+            if rec is not None:
                 self.instances[name] = rec
 
     def _bind_elements(self, name: str, value) -> None:

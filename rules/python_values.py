@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from msmigrate.engine import returned_bindings
 from msmigrate.names import FocusedTransformer, ScopeStack, dotted, walk
 from msmigrate.rules.transforms.common import generated_text
 
@@ -46,14 +47,12 @@ class PythonValuesPass(FocusedTransformer):
                     return
                 made = owner.ctx.returned.get(node.value.func.value) if isinstance(node.value.func, cst.Name) \
                     and owner.scopes.resolve(node.value.func) is None else None
-                target = node.targets[0].target
-                if isinstance(made, tuple) and isinstance(target, (cst.Tuple, cst.List)) and \
-                        len(target.elements) == len(made):   # `opt, sched = build(model)`
-                    for element, q in zip(target.elements, made):
-                        kind = (owner.schedulers if (q or "").startswith(SCHEDULER_PREFIX)
-                                else owner.optimizers if (q or "").startswith(OPTIMIZER_PREFIX) else None)
-                        if kind is not None and dotted(element.value):
-                            kind.add(dotted(element.value))
+                if isinstance(made, tuple):   # `opt, sched = build(model)`
+                    for name, q in returned_bindings(owner.ctx.returned, owner.scopes, node):
+                        kind = (owner.schedulers if q.startswith(SCHEDULER_PREFIX)
+                                else owner.optimizers if q.startswith(OPTIMIZER_PREFIX) else None)
+                        if kind is not None:
+                            kind.add(name)
                     return
                 q = made if isinstance(made, str) else owner.scopes.resolve(node.value.func) or ""
                 kind = (owner.schedulers if q.startswith(SCHEDULER_PREFIX)
